@@ -1,0 +1,258 @@
+/*
+ * pylayout.h - tensor layouts over DLPack: inspect, convert, copy.
+ *
+ * pylayout works on DLPack DLTensors (strided views of memory, strides in
+ * elements).  It never copies unless asked to, and it preserves strides.
+ *
+ *   Queries  (metadata only, any device):
+ *       pylayout_validate, pylayout_numel, pylayout_is_contiguous,
+ *       pylayout_suggest_format, pylayout_is_dense, pylayout_format_strides
+ *   Tensors  (pylayout_tensor: a reference-counted DLTensor plus its owner):
+ *       import:  pylayout_tensor_from_versioned, pylayout_tensor_from_legacy,
+ *                pylayout_tensor_borrow
+ *       create:  pylayout_tensor_empty, pylayout_tensor_empty_order,
+ *                pylayout_tensor_view
+ *       read:    pylayout_tensor_dltensor, pylayout_tensor_flags
+ *       export:  pylayout_tensor_to_versioned, pylayout_tensor_to_legacy
+ *       lifetime: pylayout_tensor_retain, pylayout_tensor_release
+ *   Copies   (CPU memory; cache-blocked, OpenMP-parallel):
+ *       pylayout_copy, pylayout_convert, pylayout_convert_order,
+ *       pylayout_set_num_threads, pylayout_get_num_threads
+ *   Errors:  pylayout_strerror, pylayout_last_error
+ *
+ * Every function that can fail returns a pylayout_status; results come back
+ * through pointer parameters whose names end in _ret.  The two string
+ * functions (pylayout_strerror, pylayout_last_error) cannot fail and return
+ * the string itself.  All functions are thread-safe unless noted.
+ *
+ * Include the official <dlpack/dlpack.h> before this header to use its
+ * declarations; otherwise pylayout declares the identical DLPack 1.x ABI.
+ */
+#ifndef PYLAYOUT_H
+#define PYLAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pylayout/dlpack.h"
+
+#if defined(PYLAYOUT_STATIC)
+#define PYLAYOUT_API
+#elif defined(_WIN32)
+#define PYLAYOUT_API __declspec(dllimport)
+#else
+#define PYLAYOUT_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PYLAYOUT_VERSION_MAJOR 0
+#define PYLAYOUT_VERSION_MINOR 1
+#define PYLAYOUT_VERSION_PATCH 0
+#define PYLAYOUT_VERSION_STRING "0.1.0"
+
+/* Tensors may have at most this many dimensions. */
+#define PYLAYOUT_MAX_NDIM 64
+
+/* Flag bits, identical to DLPack's DLPACK_FLAG_BITMASK_*. */
+#define PYLAYOUT_FLAG_READ_ONLY (UINT64_C(1) << 0)
+#define PYLAYOUT_FLAG_IS_COPIED (UINT64_C(1) << 1)
+
+/* Status codes.  Their numbers never change once released. */
+typedef enum pylayout_status {
+    PYLAYOUT_OK = 0,
+    PYLAYOUT_ERR_INVALID_ARGUMENT = 1,   /* NULL pointer, unknown format, bad order */
+    PYLAYOUT_ERR_NO_MEMORY = 2,          /* an allocation failed */
+    PYLAYOUT_ERR_INVALID_TENSOR = 3,     /* ndim, shape, strides or data are malformed */
+    PYLAYOUT_ERR_UNSUPPORTED_DTYPE = 4,  /* lanes != 1, sub-byte or opaque dtypes */
+    PYLAYOUT_ERR_UNSUPPORTED_DEVICE = 5, /* memory access on a non-CPU device */
+    PYLAYOUT_ERR_UNSUPPORTED_VERSION = 6,/* DLPack major version other than 1 */
+    PYLAYOUT_ERR_READ_ONLY = 7,          /* a write into a read-only tensor */
+    PYLAYOUT_ERR_SHAPE_MISMATCH = 8,     /* shapes or element sizes differ */
+    PYLAYOUT_ERR_OVERLAP = 9,            /* destination overlaps itself or the source */
+    PYLAYOUT_ERR_FORMAT_RANK = 10,       /* format needs another ndim (channels_last on 3-D) */
+    PYLAYOUT_ERR_NOT_VIEWABLE = 11,      /* a zero-copy view is impossible for these strides */
+    PYLAYOUT_ERR_OUT_OF_BOUNDS = 12      /* a view reaches outside its base tensor */
+} pylayout_status;
+
+/* Memory formats.  Each names a dense layout for a logical shape. */
+typedef enum pylayout_format {
+    PYLAYOUT_FORMAT_CONTIGUOUS = 0,       /* row-major (C order) */
+    PYLAYOUT_FORMAT_CHANNELS_LAST = 1,    /* 4-D NCHW stored as NHWC */
+    PYLAYOUT_FORMAT_CHANNELS_LAST_3D = 2, /* 5-D NCDHW stored as NDHWC */
+    PYLAYOUT_FORMAT_FORTRAN = 3           /* column-major */
+} pylayout_format;
+
+/* A reference-counted tensor: a DLTensor with explicit strides plus whatever
+ * keeps its memory alive (a DLPack producer, pylayout's own allocation, a
+ * base tensor, or nothing for borrowed memory).  Opaque; read it through
+ * pylayout_tensor_dltensor().  Immutable after creation, so it may be shared
+ * between threads; retain/release are atomic. */
+typedef struct pylayout_tensor pylayout_tensor;
+
+/* ---------------------------------------------------------------- errors */
+
+/* A short English description of a status; "unknown status" for values
+ * outside the enum.  Never returns NULL. */
+PYLAYOUT_API const char *pylayout_strerror(pylayout_status status);
+
+/* Details of the last error raised on the calling thread (names the
+ * offending dimension, stride or device), or "" if none.  Never NULL.
+ * The string stays valid until the next pylayout call on this thread. */
+PYLAYOUT_API const char *pylayout_last_error(void);
+
+/* --------------------------------------------------------------- queries */
+/* These read only metadata: they work on tensors of any device.  A DLTensor
+ * with strides == NULL is read as compact row-major. */
+
+/* Checks that `t` is a tensor pylayout can describe: 0 <= ndim <= 64, shape
+ * entries >= 0, element count and byte extent representable, data non-NULL
+ * unless the tensor is empty, a supported dtype (lanes == 1, whole bytes).
+ * Returns PYLAYOUT_OK, INVALID_ARGUMENT (t NULL), INVALID_TENSOR or
+ * UNSUPPORTED_DTYPE. */
+PYLAYOUT_API pylayout_status pylayout_validate(const DLTensor *t);
+
+/* Stores the number of elements of `t` (1 for 0-d) in *numel_ret.
+ * Returns OK, INVALID_ARGUMENT or INVALID_TENSOR (overflow, negative size). */
+PYLAYOUT_API pylayout_status pylayout_numel(const DLTensor *t, int64_t *numel_ret);
+
+/* Whether `t` is contiguous in `format`, by PyTorch's rules: size-1 dims are
+ * ignored; empty tensors are always CONTIGUOUS (and FORTRAN, as in NumPy),
+ * while channels_last formats apply their stride rule even when empty, as
+ * torch does; channels_last holds only for 4-D and channels_last_3d only for
+ * 5-D tensors (other ranks give false, not an error).  FORTRAN follows
+ * NumPy's F flag.
+ * Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
+PYLAYOUT_API pylayout_status pylayout_is_contiguous(const DLTensor *t, pylayout_format format,
+                                                    bool *result_ret);
+
+/* The memory format PyTorch's Tensor::suggest_memory_format() gives for `t`:
+ * CHANNELS_LAST for 4-D and CHANNELS_LAST_3D for 5-D tensors whose strides
+ * order like NHWC / NDHWC, CONTIGUOUS otherwise (ambiguous cases included).
+ * Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
+PYLAYOUT_API pylayout_status pylayout_suggest_format(const DLTensor *t, pylayout_format *format_ret);
+
+/* Whether the elements of `t` cover a single block of memory exactly once
+ * (some permutation of its dims is row-major).  Empty tensors are dense.
+ * Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
+PYLAYOUT_API pylayout_status pylayout_is_dense(const DLTensor *t, bool *result_ret);
+
+/* Writes to strides_ret[0..ndim) the element strides of a dense tensor of
+ * `shape` in `format`.  Returns OK, INVALID_ARGUMENT or FORMAT_RANK. */
+PYLAYOUT_API pylayout_status pylayout_format_strides(int32_t ndim, const int64_t *shape,
+                                                     pylayout_format format, int64_t *strides_ret);
+
+/* Like pylayout_format_strides for a dense tensor whose dims are laid out in
+ * `order`: order[0] is the outermost (largest stride) dim and order[ndim-1]
+ * the innermost.  order must be a permutation of 0..ndim-1.
+ * Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_order_strides(int32_t ndim, const int64_t *shape,
+                                                    const int32_t *order, int64_t *strides_ret);
+
+/* --------------------------------------------------------------- tensors */
+
+/* Takes ownership of a versioned DLPack tensor.  On success *tensor_ret owns
+ * `managed`, whose deleter will run exactly once, when the last reference is
+ * released.  On failure the caller still owns `managed`.  The READ_ONLY flag
+ * is carried over; NULL strides are made explicit.
+ * Returns OK, INVALID_ARGUMENT, UNSUPPORTED_VERSION (major != 1),
+ * INVALID_TENSOR, UNSUPPORTED_DTYPE or NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_tensor_from_versioned(DLManagedTensorVersioned *managed,
+                                                            pylayout_tensor **tensor_ret);
+
+/* Takes ownership of a legacy DLPack tensor; `flags` (e.g. READ_ONLY) are
+ * attached since the legacy struct has none.  Ownership as above. */
+PYLAYOUT_API pylayout_status pylayout_tensor_from_legacy(DLManagedTensor *managed, uint64_t flags,
+                                                         pylayout_tensor **tensor_ret);
+
+/* Wraps memory the caller keeps alive for the tensor's whole lifetime.
+ * Shape and strides are copied; the data is not.  Returns as above. */
+PYLAYOUT_API pylayout_status pylayout_tensor_borrow(const DLTensor *t, uint64_t flags,
+                                                    pylayout_tensor **tensor_ret);
+
+/* Allocates an uninitialised CPU tensor of `shape` and `dtype`, dense in
+ * `format`, with 64-byte aligned data.  Returns OK, INVALID_ARGUMENT,
+ * FORMAT_RANK, INVALID_TENSOR, UNSUPPORTED_DTYPE or NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_tensor_empty(int32_t ndim, const int64_t *shape, DLDataType dtype,
+                                                   pylayout_format format, pylayout_tensor **tensor_ret);
+
+/* Allocates like pylayout_tensor_empty, dense in the dim order `order`
+ * (see pylayout_order_strides). */
+PYLAYOUT_API pylayout_status pylayout_tensor_empty_order(int32_t ndim, const int64_t *shape, DLDataType dtype,
+                                                         const int32_t *order, pylayout_tensor **tensor_ret);
+
+/* A zero-copy view of `base` with another shape, strides, dtype and
+ * byte_offset (those of `desc`; desc->data and desc->device are ignored: the
+ * view uses base's).  The view keeps `base` alive and inherits its flags.
+ * Every element of the view must lie inside base's memory extent.
+ * Returns OK, INVALID_ARGUMENT, INVALID_TENSOR, UNSUPPORTED_DTYPE,
+ * OUT_OF_BOUNDS or NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_tensor_view(pylayout_tensor *base, const DLTensor *desc,
+                                                  pylayout_tensor **tensor_ret);
+
+/* Points *dltensor_ret at the tensor's DLTensor (strides never NULL).  It is
+ * valid while the tensor is; do not modify it.  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_tensor_dltensor(const pylayout_tensor *tensor,
+                                                      const DLTensor **dltensor_ret);
+
+/* Stores the tensor's PYLAYOUT_FLAG_* bits in *flags_ret. */
+PYLAYOUT_API pylayout_status pylayout_tensor_flags(const pylayout_tensor *tensor, uint64_t *flags_ret);
+
+/* Exports a new versioned DLPack tensor describing `tensor` (same data,
+ * shape, strides, dtype, byte_offset, flags).  It holds a reference to
+ * `tensor`; its deleter releases it.  Returns OK, INVALID_ARGUMENT, NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_tensor_to_versioned(pylayout_tensor *tensor,
+                                                          DLManagedTensorVersioned **managed_ret);
+
+/* Exports a legacy DLPack tensor, as above.  The legacy struct cannot say
+ * "read-only": returns READ_ONLY for read-only tensors, as NumPy does. */
+PYLAYOUT_API pylayout_status pylayout_tensor_to_legacy(pylayout_tensor *tensor, DLManagedTensor **managed_ret);
+
+/* Adds a reference.  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_tensor_retain(pylayout_tensor *tensor);
+
+/* Drops a reference; the last one runs the owner's deleter (exactly once)
+ * and frees the tensor.  NULL is accepted.  Always returns OK. */
+PYLAYOUT_API pylayout_status pylayout_tensor_release(pylayout_tensor *tensor);
+
+/* ---------------------------------------------------------------- copies */
+
+/* Copies every element of `src` into `dst`, which must have the same shape
+ * and element size (the dtype code is not checked: a layout copy moves bytes).
+ * Any strides: src may broadcast (stride 0); dst must not overlap itself or
+ * src.  Both must be CPU memory.  On any error nothing is written.
+ * Returns OK, INVALID_ARGUMENT, INVALID_TENSOR, UNSUPPORTED_DTYPE,
+ * UNSUPPORTED_DEVICE, SHAPE_MISMATCH, OVERLAP or NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst);
+
+/* Allocates a tensor of src's shape and dtype, dense in `format`, and copies
+ * src into it.  Always copies (test pylayout_is_contiguous first to skip it).
+ * Returns pylayout_copy's statuses and FORMAT_RANK. */
+PYLAYOUT_API pylayout_status pylayout_convert(const DLTensor *src, pylayout_format format,
+                                              pylayout_tensor **tensor_ret);
+
+/* Like pylayout_convert, dense in the dim order `order`
+ * (see pylayout_order_strides). */
+PYLAYOUT_API pylayout_status pylayout_convert_order(const DLTensor *src, const int32_t *order,
+                                                    pylayout_tensor **tensor_ret);
+
+/* Sets the number of threads copies use (n >= 1), for the whole process.
+ * The default comes from PYLAYOUT_NUM_THREADS, else OMP_NUM_THREADS, else the
+ * number of cores.  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_set_num_threads(int n);
+
+/* Stores the thread count copies use in *n_ret (1 without OpenMP). */
+PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
+
+/* Describes the build: whether OpenMP is compiled in and which SIMD kernel
+ * path was chosen at run time ("avx2", "sse2", "scalar", ...). */
+PYLAYOUT_API pylayout_status pylayout_build_info(bool *openmp_ret, const char **simd_ret);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PYLAYOUT_H */

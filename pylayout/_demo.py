@@ -1,0 +1,1 @@
+def run(): print("demo"); return 0

@@ -1,0 +1,505 @@
+/*
+ * copy.c - pylayout_copy, pylayout_convert, pylayout_convert_order.
+ *
+ * A copy runs in three steps:
+ *   1. validate everything (shapes, devices, overlap) before touching dst;
+ *   2. canonicalise, HPTT style: drop size-1 dims, flip dims whose dst stride
+ *      is negative, sort dims by dst stride (outermost first), fuse dims that
+ *      are contiguous in both tensors -- so an identity permutation becomes one
+ *      memcpy and NCHW -> NHWC becomes a batch of 2-D transposes;
+ *   3. cut the canonical loop nest into units (a tile or a block of rows) and
+ *      run them, split into contiguous ranges across OpenMP threads when the
+ *      copy is large enough.
+ * Units are one of three kinds:
+ *   ROWS       innermost dim unit-stride in both: memcpy of rows;
+ *   TRANSPOSE  dst unit-stride along dim a, src smallest-stride along another
+ *              dim b: cache-blocked tiles with SIMD in-register transposes
+ *              (copy_x86.c, chosen at run time) or a portable 2-D loop;
+ *   STRIDED    anything else (broadcast sources, strided dsts): a 2-D loop.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "copy_kernels.h"
+#include "internal.h"
+
+/* Copies smaller than this run on the calling thread.  An OpenMP parallel
+ * region costs ~1-3 us to start and join on the 2-core machine this was tuned
+ * on (tools/bench_copy.c, "threshold" section: 2 threads first beat 1 thread
+ * at 128-256 KiB for both memcpy-like and transposing copies). */
+#define PL_PARALLEL_MIN_BYTES ((int64_t)256 * 1024)
+
+/* ------------------------------------------------------------ dispatch */
+
+/* Portable tile kernels: the same 2-D loop for every path. */
+#define PL_DEFINE_SCALAR_TILE(NAME, SIZE, MOVE2D)                                                        \
+    static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)      \
+    {                                                                                                    \
+        MOVE2D(src, ssa, SIZE, dst, SIZE, dsb, na, nb);                                                  \
+    }
+PL_DEFINE_SCALAR_TILE(pl_tile1_scalar, 1, _pl_move2d_1)
+PL_DEFINE_SCALAR_TILE(pl_tile2_scalar, 2, _pl_move2d_2)
+PL_DEFINE_SCALAR_TILE(pl_tile4_scalar, 4, _pl_move2d_4)
+PL_DEFINE_SCALAR_TILE(pl_tile8_scalar, 8, _pl_move2d_8)
+PL_DEFINE_SCALAR_TILE(pl_tile16_scalar, 16, _pl_move2d_16)
+
+static const _pylayout_copy_kernels pl_kernels_scalar = {
+    "scalar",
+    {pl_tile1_scalar, pl_tile2_scalar, pl_tile4_scalar, pl_tile8_scalar, pl_tile16_scalar},
+};
+
+static _Atomic(const _pylayout_copy_kernels *) pl_kernels_chosen;
+
+/* The best path this CPU supports.  PYLAYOUT_SIMD=scalar|sse2|avx2 caps it
+ * (for testing the fallbacks; a path the CPU lacks is never chosen). */
+static const _pylayout_copy_kernels *pl_kernels_detect(void)
+{
+    const char *cap = getenv("PYLAYOUT_SIMD");
+    if (cap != NULL && strcmp(cap, "scalar") == 0)
+        return &pl_kernels_scalar;
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+    __builtin_cpu_init();
+    if ((cap == NULL || strcmp(cap, "sse2") != 0) && __builtin_cpu_supports("avx2"))
+        return &_pylayout_copy_kernels_avx2;
+    return &_pylayout_copy_kernels_sse2;
+#else
+    return &pl_kernels_scalar;
+#endif
+}
+
+const _pylayout_copy_kernels *_pylayout_copy_kernels_get(void)
+{
+    const _pylayout_copy_kernels *k = atomic_load_explicit(&pl_kernels_chosen, memory_order_acquire);
+    if (k == NULL) { /* racing first calls all detect the same answer */
+        k = pl_kernels_detect();
+        atomic_store_explicit(&pl_kernels_chosen, k, memory_order_release);
+    }
+    return k;
+}
+
+/* ---------------------------------------------------------------- plan */
+
+enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED };
+
+/* The canonical copy as a loop nest of units.  Loop dims (outermost first)
+ * end with the tile index of dim b, then of dim a; a unit moves an na x nb
+ * block: elements i < na along a, j < nb along b. */
+typedef struct pl_plan {
+    enum pl_kind kind;
+    size_t itemsize;
+    const char *src;
+    char *dst;
+    int nloop;
+    int64_t count[PYLAYOUT_MAX_NDIM + 2]; /* iterations of each loop dim */
+    int64_t sstep[PYLAYOUT_MAX_NDIM + 2]; /* byte steps per iteration */
+    int64_t dstep[PYLAYOUT_MAX_NDIM + 2];
+    int64_t na, nb, ta, tb;               /* extents and tile sizes of a and b */
+    int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
+    _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
+} pl_plan;
+
+static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
+{
+    switch (p->kind) {
+    case PL_ROWS:
+        for (int64_t j = 0; j < nb; j++)
+            memcpy(d + j * p->dsb, s + j * p->ssb, (size_t)na * p->itemsize);
+        return;
+    case PL_TRANSPOSE:
+        if (p->tile != NULL) {
+            p->tile(s, p->ssa, d, p->dsb, na, nb);
+            return;
+        }
+        break;
+    case PL_STRIDED:
+        break;
+    }
+    switch (p->itemsize) {
+    case 1: _pl_move2d_1(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 2: _pl_move2d_2(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 4: _pl_move2d_4(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 8: _pl_move2d_8(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 16: _pl_move2d_16(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    default: /* any other element size: byte by byte */
+        for (int64_t j = 0; j < nb; j++)
+            for (int64_t i = 0; i < na; i++)
+                memmove(d + j * p->dsb + i * p->dsa, s + j * p->ssb + i * p->ssa, p->itemsize);
+        break;
+    }
+}
+
+/* Runs units [u0, u1) of the nest: the start is decoded once, then an
+ * odometer walks the loop dims, the last (the tile index of a) fastest. */
+static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
+{
+    int64_t idx[PYLAYOUT_MAX_NDIM + 2];
+    int64_t soff = 0, doff = 0, rest = u0;
+    const int nl = p->nloop;
+    for (int k = nl - 1; k >= 0; k--) {
+        idx[k] = rest % p->count[k];
+        rest /= p->count[k];
+        soff += idx[k] * p->sstep[k];
+        doff += idx[k] * p->dstep[k];
+    }
+    const int64_t last_a = p->na - (p->count[nl - 1] - 1) * p->ta;
+    const int64_t last_b = p->nb - (p->count[nl - 2] - 1) * p->tb;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? last_a : p->ta;
+        int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? last_b : p->tb;
+        pl_run_unit(p, p->src + soff, p->dst + doff, na, nb);
+        for (int k = nl - 1; k >= 0; k--) {
+            soff += p->sstep[k];
+            doff += p->dstep[k];
+            if (++idx[k] < p->count[k])
+                break;
+            soff -= p->count[k] * p->sstep[k];
+            doff -= p->count[k] * p->dstep[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
+static int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Tile edge (elements) for transposes: 64 x 64 floats, 32 x 32 doubles --
+ * 8-16 KiB per tile side, which with the 2Vx2V inner order keeps both sides
+ * in L1 even for power-of-two leading dimensions (tools/bench_copy.c). */
+static int64_t pl_transpose_tile(size_t itemsize)
+{
+    switch (itemsize) {
+    case 1: return 128;
+    case 2: return 64;
+    case 4: return 64;
+    case 8: return 32;
+    default: return 16;
+    }
+}
+
+static int pl_log2_itemsize(size_t itemsize)
+{
+    switch (itemsize) {
+    case 1: return 0;
+    case 2: return 1;
+    case 4: return 2;
+    case 8: return 3;
+    case 16: return 4;
+    default: return -1;
+    }
+}
+
+/* Runs the copy of n canonical dims (size > 1; dst strides positive and
+ * descending; byte strides) from src to dst. */
+static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
+                       const char *src, char *dst, int nthreads)
+{
+    pl_plan p;
+    const int64_t is = (int64_t)itemsize;
+    int64_t total_bytes = is;
+    for (int k = 0; k < n; k++)
+        total_bytes *= shape[k];
+    const int parallel = nthreads > 1 && total_bytes >= PL_PARALLEL_MIN_BYTES;
+
+    if (n == 0) {
+        memcpy(dst, src, itemsize);
+        return;
+    }
+
+    memset(&p, 0, sizeof p);
+    p.itemsize = itemsize;
+    p.src = src;
+    p.dst = dst;
+
+    const int a = n - 1; /* the dst-innermost dim */
+    int b = -1;
+    for (int k = 0; k < a; k++)
+        if (ss[k] != 0 && (b < 0 || pl_abs(ss[k]) < pl_abs(ss[b])))
+            b = k;
+
+    if (ss[a] == is && ds[a] == is) {
+        p.kind = PL_ROWS;
+        b = a > 0 ? a - 1 : -1;
+    } else if (ss[a] != 0 && b >= 0 && pl_abs(ss[b]) < pl_abs(ss[a])) {
+        p.kind = PL_TRANSPOSE;
+    } else {
+        p.kind = PL_STRIDED;
+        b = a > 0 ? a - 1 : -1;
+    }
+
+    p.na = shape[a];
+    p.ssa = ss[a];
+    p.dsa = ds[a];
+    p.nb = b >= 0 ? shape[b] : 1;
+    p.ssb = b >= 0 ? ss[b] : 0;
+    p.dsb = b >= 0 ? ds[b] : 0;
+
+    if (p.kind == PL_TRANSPOSE) {
+        const int64_t t = pl_transpose_tile(itemsize);
+        p.ta = pl_min(p.na, t);
+        p.tb = pl_min(p.nb, pl_max(t, t * t / p.ta)); /* thin a: longer b strips */
+        int lg = pl_log2_itemsize(itemsize);
+        if (lg >= 0 && p.dsa == is && p.ssb == is)
+            p.tile = _pylayout_copy_kernels_get()->tile[lg];
+    } else {
+        /* Units of ~64 KiB-4 MiB; when parallel, at least 4 per thread so
+         * the static split balances. */
+        int64_t unit = 4 * 1024 * 1024;
+        if (parallel)
+            unit = pl_max(64 * 1024, pl_min(unit, total_bytes / (4 * nthreads)));
+        int64_t unit_elems = pl_max(1, unit / is);
+        p.ta = pl_min(p.na, unit_elems);
+        p.tb = pl_min(p.nb, pl_max(1, unit_elems / p.ta));
+    }
+
+    int nl = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == a || k == b)
+            continue;
+        p.count[nl] = shape[k];
+        p.sstep[nl] = ss[k];
+        p.dstep[nl] = ds[k];
+        nl++;
+    }
+    p.count[nl] = pl_ceil_div(p.nb, p.tb);
+    p.sstep[nl] = p.tb * p.ssb;
+    p.dstep[nl] = p.tb * p.dsb;
+    nl++;
+    p.count[nl] = pl_ceil_div(p.na, p.ta);
+    p.sstep[nl] = p.ta * p.ssa;
+    p.dstep[nl] = p.ta * p.dsa;
+    nl++;
+    p.nloop = nl;
+
+    int64_t units = 1;
+    for (int k = 0; k < nl; k++)
+        units *= p.count[k];
+
+#ifdef _OPENMP
+    if (parallel && units > 1) {
+        const int nt = (int)pl_min(nthreads, units);
+#pragma omp parallel num_threads(nt)
+        {
+            /* Contiguous ranges of units: each thread writes whole tiles. */
+            const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
+            const int64_t per = units / team, extra = units % team;
+            const int64_t u0 = id * per + pl_min(id, extra);
+            const int64_t u1 = u0 + per + (id < extra ? 1 : 0);
+            pl_run_range(&p, u0, u1);
+        }
+        return;
+    }
+#else
+    (void)parallel;
+#endif
+    pl_run_range(&p, 0, units);
+}
+
+/* ---------------------------------------------------------- validation */
+
+/* Whether no two distinct indices of a tensor map to the same byte: sorting
+ * dims by |stride|, each stride must clear the extent of the dims inside it.
+ * (Sufficient, and exact for every dense or sliced layout; the rare
+ * interleaved non-overlapping layout it rejects is reported as overlap.) */
+static bool pl_no_self_overlap(int32_t ndim, const int64_t *shape, const int64_t *strides, size_t itemsize,
+                               int *bad_dim_ret)
+{
+    int order[PYLAYOUT_MAX_NDIM];
+    int n = 0;
+    for (int k = 0; k < ndim; k++) {
+        if (shape[k] <= 1)
+            continue;
+        int pos = n++;
+        while (pos > 0 && pl_abs(strides[order[pos - 1]]) > pl_abs(strides[k])) {
+            order[pos] = order[pos - 1];
+            pos--;
+        }
+        order[pos] = k;
+    }
+    int64_t extent = (int64_t)itemsize; /* bytes spanned by the dims inside */
+    for (int i = 0; i < n; i++) {
+        int k = order[i];
+        int64_t step = pl_abs(strides[k]) * (int64_t)itemsize;
+        if (step < extent) {
+            *bad_dim_ret = k;
+            return false;
+        }
+        extent += (shape[k] - 1) * step;
+    }
+    return true;
+}
+
+pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
+{
+    int64_t sstr[PYLAYOUT_MAX_NDIM], dstr[PYLAYOUT_MAX_NDIM];
+    pylayout_status st;
+
+    if (src == NULL || dst == NULL)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_copy: %s is NULL",
+                              src == NULL ? "src" : "dst");
+    if ((st = _pylayout_check(src, "src", sstr)) != PYLAYOUT_OK)
+        return st;
+    if ((st = _pylayout_check(dst, "dst", dstr)) != PYLAYOUT_OK)
+        return st;
+    if (!_pylayout_device_is_host(src->device))
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DEVICE,
+                              "src is on device '%s'; pylayout copies only CPU memory: copy it to the host first",
+                              _pylayout_device_name((int32_t)src->device.device_type));
+    if (!_pylayout_device_is_host(dst->device))
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DEVICE,
+                              "dst is on device '%s'; pylayout copies only CPU memory: allocate dst on the host",
+                              _pylayout_device_name((int32_t)dst->device.device_type));
+    if (src->ndim != dst->ndim)
+        return _pylayout_fail(PYLAYOUT_ERR_SHAPE_MISMATCH,
+                              "src has %d dims but dst has %d: both must have the same shape", (int)src->ndim,
+                              (int)dst->ndim);
+    for (int32_t k = 0; k < src->ndim; k++)
+        if (src->shape[k] != dst->shape[k])
+            return _pylayout_fail(PYLAYOUT_ERR_SHAPE_MISMATCH,
+                                  "dim %d: src has size %lld but dst has %lld: both must have the same shape",
+                                  (int)k, (long long)src->shape[k], (long long)dst->shape[k]);
+    const size_t itemsize = _pylayout_itemsize(src->dtype);
+    const size_t ditemsize = _pylayout_itemsize(dst->dtype);
+    if (itemsize != ditemsize)
+        return _pylayout_fail(PYLAYOUT_ERR_SHAPE_MISMATCH,
+                              "src elements are %zu bytes but dst elements are %zu: a layout copy moves bytes, "
+                              "convert the dtype first",
+                              itemsize, ditemsize);
+
+    const int32_t ndim = src->ndim;
+    for (int32_t k = 0; k < ndim; k++)
+        if (src->shape[k] == 0) {
+            _pylayout_clear_error();
+            return PYLAYOUT_OK; /* nothing to copy */
+        }
+
+    int bad = -1;
+    if (!pl_no_self_overlap(ndim, dst->shape, dstr, itemsize, &bad))
+        return _pylayout_fail(PYLAYOUT_ERR_OVERLAP,
+                              "dst overlaps itself: dim %d (size %lld, stride %lld) maps different indices to "
+                              "the same memory; copy into a dense tensor instead",
+                              bad, (long long)dst->shape[bad], (long long)dstr[bad]);
+
+    int64_t slo, shi, dlo, dhi;
+    if ((st = _pylayout_extent(ndim, src->shape, sstr, itemsize, &slo, &shi)) != PYLAYOUT_OK)
+        return st;
+    if ((st = _pylayout_extent(ndim, dst->shape, dstr, itemsize, &dlo, &dhi)) != PYLAYOUT_OK)
+        return st;
+    const char *sbase = (const char *)src->data + src->byte_offset;
+    char *dbase = (char *)dst->data + dst->byte_offset;
+    {
+        uintptr_t s0 = (uintptr_t)sbase + (uintptr_t)slo, s1 = (uintptr_t)sbase + (uintptr_t)shi;
+        uintptr_t d0 = (uintptr_t)dbase + (uintptr_t)dlo, d1 = (uintptr_t)dbase + (uintptr_t)dhi;
+        if (s0 < d1 && d0 < s1)
+            return _pylayout_fail(PYLAYOUT_ERR_OVERLAP,
+                                  "dst's memory overlaps src's (bytes %p..%p vs %p..%p); copy through a "
+                                  "temporary tensor",
+                                  (void *)d0, (void *)d1, (const void *)s0, (const void *)s1);
+    }
+
+    /* Canonicalise: drop size-1 dims, make dst strides positive, in bytes. */
+    int64_t shape[PYLAYOUT_MAX_NDIM], ss[PYLAYOUT_MAX_NDIM], ds[PYLAYOUT_MAX_NDIM];
+    int n = 0;
+    for (int32_t k = 0; k < ndim; k++) {
+        if (src->shape[k] == 1)
+            continue;
+        int64_t sb = sstr[k] * (int64_t)itemsize, db = dstr[k] * (int64_t)itemsize;
+        if (db < 0) { /* visit this dim backwards: same pairs of elements */
+            sbase += (src->shape[k] - 1) * sb;
+            dbase += (src->shape[k] - 1) * db;
+            sb = -sb;
+            db = -db;
+        }
+        /* insertion by descending dst stride (all distinct: no self-overlap) */
+        int pos = n++;
+        while (pos > 0 && ds[pos - 1] < db) {
+            shape[pos] = shape[pos - 1];
+            ss[pos] = ss[pos - 1];
+            ds[pos] = ds[pos - 1];
+            pos--;
+        }
+        shape[pos] = src->shape[k];
+        ss[pos] = sb;
+        ds[pos] = db;
+    }
+    /* Fuse an outer dim into the next inner one when contiguous in both. */
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if (m > 0 && ds[m - 1] == ds[k] * shape[k] && ss[m - 1] == ss[k] * shape[k]) {
+            shape[m - 1] *= shape[k];
+            ss[m - 1] = ss[k];
+            ds[m - 1] = ds[k];
+        } else {
+            shape[m] = shape[k];
+            ss[m] = ss[k];
+            ds[m] = ds[k];
+            m++;
+        }
+    }
+
+    pl_execute(m, shape, ss, ds, itemsize, sbase, dbase, _pylayout_copy_threads());
+    _pylayout_clear_error();
+    return PYLAYOUT_OK;
+}
+
+/* ------------------------------------------------------------ convert */
+
+/* Checks src before allocating, so bad input costs no allocation. */
+static pylayout_status pl_convert_check(const DLTensor *src, const void *what, pylayout_tensor **tensor_ret,
+                                        const char *fn)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    pylayout_status st;
+    if (src == NULL || tensor_ret == NULL || (what == NULL && src->ndim > 0))
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                              src == NULL ? "src" : (tensor_ret == NULL ? "tensor_ret" : "order"));
+    if ((st = _pylayout_check(src, "src", strides)) != PYLAYOUT_OK)
+        return st;
+    if (!_pylayout_device_is_host(src->device))
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DEVICE,
+                              "src is on device '%s'; pylayout copies only CPU memory: copy it to the host first",
+                              _pylayout_device_name((int32_t)src->device.device_type));
+    return PYLAYOUT_OK;
+}
+
+static pylayout_status pl_convert_finish(const DLTensor *src, pylayout_tensor *out, pylayout_tensor **tensor_ret)
+{
+    const DLTensor *dt = NULL;
+    pylayout_status st = pylayout_tensor_dltensor(out, &dt);
+    if (st == PYLAYOUT_OK)
+        st = pylayout_copy(src, (DLTensor *)dt); /* freshly allocated: ours to write */
+    if (st != PYLAYOUT_OK) {
+        pylayout_tensor_release(out);
+        return st;
+    }
+    *tensor_ret = out;
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_convert(const DLTensor *src, pylayout_format format, pylayout_tensor **tensor_ret)
+{
+    pylayout_tensor *out = NULL;
+    pylayout_status st = pl_convert_check(src, "", tensor_ret, "pylayout_convert");
+    if (st != PYLAYOUT_OK)
+        return st;
+    if ((st = pylayout_tensor_empty(src->ndim, src->shape, src->dtype, format, &out)) != PYLAYOUT_OK)
+        return st;
+    return pl_convert_finish(src, out, tensor_ret);
+}
+
+pylayout_status pylayout_convert_order(const DLTensor *src, const int32_t *order, pylayout_tensor **tensor_ret)
+{
+    pylayout_tensor *out = NULL;
+    pylayout_status st = pl_convert_check(src, order, tensor_ret, "pylayout_convert_order");
+    if (st != PYLAYOUT_OK)
+        return st;
+    if ((st = pylayout_tensor_empty_order(src->ndim, src->shape, src->dtype, order, &out)) != PYLAYOUT_OK)
+        return st;
+    return pl_convert_finish(src, out, tensor_ret);
+}

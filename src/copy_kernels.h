@@ -1,0 +1,100 @@
+/*
+ * copy_kernels.h - the tile kernels behind pylayout_copy, shared by copy.c
+ * (driver, portable kernels, run-time dispatch), copy_x86.c (SSE2 / AVX2
+ * kernels) and threads.c (build info).  Not installed.
+ */
+#ifndef PYLAYOUT_COPY_KERNELS_H
+#define PYLAYOUT_COPY_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* A tile transpose kernel for one element size.  For i < na, j < nb:
+ *     dst[j * dsb + i * itemsize] = src[i * ssa + j * itemsize]
+ * (strides in bytes): src is unit-stride along j, dst unit-stride along i.
+ * The tile is small enough to stay in L1/L2; kernels need no alignment. */
+typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
+                                  int64_t nb);
+
+/* One SIMD path: a name for pylayout_build_info and a tile kernel per element
+ * size 1, 2, 4, 8, 16 (index log2(itemsize)). */
+typedef struct _pylayout_copy_kernels {
+    const char *name;
+    _pylayout_tile_fn tile[5];
+} _pylayout_copy_kernels;
+
+/* The kernels chosen at run time for this CPU (first call decides; thread-safe). */
+const _pylayout_copy_kernels *_pylayout_copy_kernels_get(void);
+
+/* The thread count copies use (threads.c), >= 1. */
+int _pylayout_copy_threads(void);
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PYLAYOUT_HAVE_X86_KERNELS 1
+/* copy_x86.c: the SSE2 (baseline x86-64) and AVX2 kernel tables. */
+extern const _pylayout_copy_kernels _pylayout_copy_kernels_sse2;
+extern const _pylayout_copy_kernels _pylayout_copy_kernels_avx2;
+#endif
+
+/* Portable strided 2-D move of fixed-size elements, used for tile edges and
+ * for layouts no SIMD kernel fits.  For j < nb, i < na:
+ *     dst[j * dsb + i * dsa] = src[j * ssb + i * ssa]
+ * The fixed-size memcpy compiles to one load and one store. */
+#define PL_DEFINE_MOVE2D(NAME, SIZE)                                                                     \
+    static inline void NAME(const char *src, int64_t ssa, int64_t ssb, char *dst, int64_t dsa,          \
+                            int64_t dsb, int64_t na, int64_t nb)                                        \
+    {                                                                                                    \
+        for (int64_t j = 0; j < nb; j++) {                                                               \
+            const char *s = src + j * ssb;                                                               \
+            char *d = dst + j * dsb;                                                                     \
+            for (int64_t i = 0; i < na; i++)                                                             \
+                memcpy(d + i * dsa, s + i * ssa, SIZE);                                                  \
+        }                                                                                                \
+    }
+
+PL_DEFINE_MOVE2D(_pl_move2d_1, 1)
+PL_DEFINE_MOVE2D(_pl_move2d_2, 2)
+PL_DEFINE_MOVE2D(_pl_move2d_4, 4)
+PL_DEFINE_MOVE2D(_pl_move2d_8, 8)
+PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
+
+/* Builds a tile kernel from a VxV micro-kernel MICRO(src, ssa, dst, dsb).
+ * Full blocks are visited in 2Vx2V groups so that the cache lines a group
+ * touches are finished before it moves on (this is what keeps power-of-two
+ * leading dimensions from thrashing L1); edges go through MOVE2D. */
+#define PL_DEFINE_TILE(NAME, ATTR, SIZE, V, MICRO, MOVE2D)                                              \
+    ATTR static void NAME##_blocks(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t i0,    \
+                                   int64_t i1, int64_t j0, int64_t j1)                                  \
+    {                                                                                                    \
+        int64_t iv = i0 + (i1 - i0) / (V) * (V), jv = j0 + (j1 - j0) / (V) * (V);                        \
+        for (int64_t i = i0; i < iv; i += (V))                                                           \
+            for (int64_t j = j0; j < jv; j += (V))                                                       \
+                MICRO(src + i * ssa + j * (SIZE), ssa, dst + j * dsb + i * (SIZE), dsb);                 \
+        if (jv < j1)                                                                                     \
+            MOVE2D(src + i0 * ssa + jv * (SIZE), ssa, SIZE, dst + jv * dsb + i0 * (SIZE), SIZE, dsb,     \
+                   i1 - i0, j1 - jv);                                                                    \
+        if (iv < i1)                                                                                     \
+            MOVE2D(src + iv * ssa + j0 * (SIZE), ssa, SIZE, dst + j0 * dsb + iv * (SIZE), SIZE, dsb,     \
+                   i1 - iv, jv - j0);                                                                    \
+    }                                                                                                    \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        int64_t na2 = na / (2 * (V)) * (2 * (V)), nb2 = nb / (2 * (V)) * (2 * (V));                      \
+        for (int64_t i = 0; i < na2; i += 2 * (V)) {                                                     \
+            for (int64_t j = 0; j < nb2; j += 2 * (V)) {                                                 \
+                const char *s = src + i * ssa + j * (SIZE);                                              \
+                char *d = dst + j * dsb + i * (SIZE);                                                    \
+                MICRO(s, ssa, d, dsb);                                                                   \
+                MICRO(s + (V) * (SIZE), ssa, d + (V) * dsb, dsb);                                        \
+                MICRO(s + (V) * ssa, ssa, d + (V) * (SIZE), dsb);                                        \
+                MICRO(s + (V) * ssa + (V) * (SIZE), ssa, d + (V) * dsb + (V) * (SIZE), dsb);             \
+            }                                                                                            \
+        }                                                                                                \
+        if (nb2 < nb)                                                                                    \
+            NAME##_blocks(src, ssa, dst, dsb, 0, na2, nb2, nb);                                          \
+        if (na2 < na)                                                                                    \
+            NAME##_blocks(src, ssa, dst, dsb, na2, na, 0, nb);                                           \
+    }
+
+#endif /* PYLAYOUT_COPY_KERNELS_H */

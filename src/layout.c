@@ -1,0 +1,393 @@
+/*
+ * layout.c - validation and layout queries.  Metadata only: nothing here
+ * reads tensor memory, so every function works on any device.
+ *
+ * The contiguity rules follow PyTorch's c10 (TensorImpl::refresh_contiguous
+ * and c10/core/MemoryFormat.h) exactly, and NumPy's flags for Fortran order;
+ * tests/python/test_layout_queries.py checks them against both on thousands
+ * of generated layouts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int64_t abs64(int64_t v) { return v < 0 ? -v : v; }
+
+pylayout_status _pylayout_extent(int32_t ndim, const int64_t *shape, const int64_t *strides,
+                                 size_t itemsize, int64_t *lo_ret, int64_t *hi_ret)
+{
+    int64_t lo = 0, hi = 0; /* in elements, relative to element 0 */
+    for (int32_t d = 0; d < ndim; d++) {
+        int64_t reach;
+        if (shape[d] == 0) {
+            *lo_ret = 0;
+            *hi_ret = 0;
+            return PYLAYOUT_OK;
+        }
+        if (strides[d] == INT64_MIN || __builtin_mul_overflow(shape[d] - 1, abs64(strides[d]), &reach))
+            return PYLAYOUT_ERR_INVALID_TENSOR;
+        if (strides[d] < 0) {
+            if (__builtin_sub_overflow(lo, reach, &lo))
+                return PYLAYOUT_ERR_INVALID_TENSOR;
+        } else if (__builtin_add_overflow(hi, reach, &hi)) {
+            return PYLAYOUT_ERR_INVALID_TENSOR;
+        }
+    }
+    if (__builtin_mul_overflow(lo, (int64_t)itemsize, &lo) || __builtin_add_overflow(hi, 1, &hi) ||
+        __builtin_mul_overflow(hi, (int64_t)itemsize, &hi))
+        return PYLAYOUT_ERR_INVALID_TENSOR;
+    *lo_ret = lo;
+    *hi_ret = hi;
+    return PYLAYOUT_OK;
+}
+
+/* step * size for stride computations; false on overflow (step is then
+ * left saturated, which only an empty tensor can reach harmlessly). */
+static bool grow(int64_t *step, int64_t size)
+{
+    if (__builtin_mul_overflow(*step, size > 1 ? size : 1, step)) {
+        *step = INT64_MAX;
+        return false;
+    }
+    return true;
+}
+
+/* Element strides of a compact row-major tensor, as PyTorch computes them
+ * (size-0 dims count as 1, so strides stay nonzero). */
+static bool row_major_strides(int32_t ndim, const int64_t *shape, int64_t *strides)
+{
+    int64_t step = 1;
+    bool ok = true;
+    for (int32_t d = ndim - 1; d >= 0; d--) {
+        strides[d] = step;
+        ok &= grow(&step, shape[d]);
+    }
+    return ok;
+}
+
+pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *strides_out)
+{
+    if (!t)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "%s is NULL", what);
+    if (t->ndim < 0 || t->ndim > PYLAYOUT_MAX_NDIM)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has ndim %d; pylayout supports 0 to %d dims",
+                              what, (int)t->ndim, PYLAYOUT_MAX_NDIM);
+    if (t->ndim > 0 && !t->shape)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has ndim %d but a NULL shape", what, (int)t->ndim);
+    size_t itemsize = _pylayout_itemsize(t->dtype);
+    if (!itemsize)
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE,
+                              "%s has unsupported dtype (code %u, bits %u, lanes %u); pylayout handles "
+                              "bool, int, uint, float, bfloat, complex and float8 types of whole bytes "
+                              "with lanes == 1",
+                              what, (unsigned)t->dtype.code, (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes);
+    int64_t numel = 1;
+    for (int32_t d = 0; d < t->ndim; d++) {
+        if (t->shape[d] < 0)
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has negative size %lld in dim %d", what,
+                                  (long long)t->shape[d], (int)d);
+        if (__builtin_mul_overflow(numel, t->shape[d], &numel))
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has more elements than int64 can count", what);
+    }
+    if (t->strides)
+        memcpy(strides_out, t->strides, (size_t)t->ndim * sizeof(int64_t));
+    else
+        (void)row_major_strides(t->ndim, t->shape, strides_out); /* overflows only if empty */
+    if (numel == 0)
+        return PYLAYOUT_OK;
+    if (!t->data)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has %lld elements but a NULL data pointer", what,
+                              (long long)numel);
+    int64_t lo, hi;
+    if (_pylayout_extent(t->ndim, t->shape, strides_out, itemsize, &lo, &hi) != PYLAYOUT_OK)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has strides whose byte extent overflows int64",
+                              what);
+    /* The whole extent must be addressable: data + byte_offset + [lo, hi). */
+    uintptr_t base = (uintptr_t)t->data, first;
+    if (t->byte_offset > (uint64_t)INT64_MAX || __builtin_add_overflow(base, (uintptr_t)t->byte_offset, &base) ||
+        (uintptr_t)(-lo) > base || __builtin_add_overflow(base, (uintptr_t)hi, &first))
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR,
+                              "%s reaches outside the address space (data %p, byte_offset %llu)", what, t->data,
+                              (unsigned long long)t->byte_offset);
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_validate(const DLTensor *t)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = _pylayout_check(t, "tensor", strides);
+    if (st == PYLAYOUT_OK)
+        _pylayout_clear_error();
+    return st;
+}
+
+/* Metadata checks only (no data pointer or extent), for the queries, which
+ * must work on tensors whose memory pylayout never touches. */
+static pylayout_status check_meta(const DLTensor *t, int64_t *strides)
+{
+    if (!t)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "tensor is NULL");
+    if (t->ndim < 0 || t->ndim > PYLAYOUT_MAX_NDIM)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has ndim %d; pylayout supports 0 to %d dims",
+                              (int)t->ndim, PYLAYOUT_MAX_NDIM);
+    if (t->ndim > 0 && !t->shape)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has ndim %d but a NULL shape", (int)t->ndim);
+    for (int32_t d = 0; d < t->ndim; d++)
+        if (t->shape[d] < 0)
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has negative size %lld in dim %d",
+                                  (long long)t->shape[d], (int)d);
+    if (t->strides)
+        memcpy(strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
+    else
+        (void)row_major_strides(t->ndim, t->shape, strides);
+    _pylayout_clear_error();
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_numel(const DLTensor *t, int64_t *numel_ret)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = check_meta(t, strides);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (!numel_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "numel_ret is NULL");
+    int64_t n = 1;
+    for (int32_t d = 0; d < t->ndim; d++)
+        if (__builtin_mul_overflow(n, t->shape[d], &n))
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has more elements than int64 can count");
+    *numel_ret = n;
+    return PYLAYOUT_OK;
+}
+
+/* True if the dims visited in `order` (innermost first) have strides of a
+ * compact tensor, skipping size-1 dims: c10's compute_contiguous and
+ * compute_channels_last_contiguous_{2d,3d} share this shape. */
+static bool compact_in_order(const int64_t *shape, const int64_t *strides, const int *order, int n)
+{
+    int64_t expected = 1;
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (shape[d] == 1)
+            continue;
+        if (strides[d] != expected)
+            return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+static bool has_zero_size(const DLTensor *t)
+{
+    for (int32_t d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0)
+            return true;
+    return false;
+}
+
+static const int channels_last_2d_order[4] = {1, 3, 2, 0};
+static const int channels_last_3d_order[5] = {1, 4, 3, 2, 0};
+
+pylayout_status pylayout_is_contiguous(const DLTensor *t, pylayout_format format, bool *result_ret)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    int order[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = check_meta(t, strides);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (!result_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "result_ret is NULL");
+    int n = t->ndim;
+    switch (format) {
+    case PYLAYOUT_FORMAT_CONTIGUOUS:
+        /* c10: an empty tensor is contiguous whatever its strides. */
+        if (has_zero_size(t)) {
+            *result_ret = true;
+            return PYLAYOUT_OK;
+        }
+        for (int i = 0; i < n; i++)
+            order[i] = n - 1 - i;
+        *result_ret = compact_in_order(t->shape, strides, order, n);
+        return PYLAYOUT_OK;
+    case PYLAYOUT_FORMAT_FORTRAN:
+        /* NumPy: every empty array is F-contiguous. */
+        if (has_zero_size(t)) {
+            *result_ret = true;
+            return PYLAYOUT_OK;
+        }
+        for (int i = 0; i < n; i++)
+            order[i] = i;
+        *result_ret = compact_in_order(t->shape, strides, order, n);
+        return PYLAYOUT_OK;
+    case PYLAYOUT_FORMAT_CHANNELS_LAST:
+        /* c10 applies no empty-tensor shortcut here: only the stride rule. */
+        *result_ret = n == 4 && compact_in_order(t->shape, strides, channels_last_2d_order, 4);
+        return PYLAYOUT_OK;
+    case PYLAYOUT_FORMAT_CHANNELS_LAST_3D:
+        *result_ret = n == 5 && compact_in_order(t->shape, strides, channels_last_3d_order, 5);
+        return PYLAYOUT_OK;
+    }
+    return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "unknown format %d", (int)format);
+}
+
+/* c10's is_channels_last_strides_{2d_s4,3d_s5}: do the strides *order* like
+ * channels_last, even if the tensor is not dense?  Ambiguous cases resolve to
+ * false (contiguous), exactly as PyTorch resolves them. */
+static bool strides_like(const int64_t *shape, const int64_t *strides, const int *order, int n)
+{
+    int64_t min = 0;
+    if (strides[1] == 0)
+        return false; /* trivial C dimension: default to NCHW */
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (shape[d] == 0)
+            return false;
+        if (strides[d] < min)
+            return false;
+        /* N111-like tensors with equal strides fall back to NCHW. */
+        if (d == 0 && min == strides[1])
+            return false;
+        min = strides[d];
+        if (shape[d] > 1)
+            min *= shape[d];
+    }
+    return true;
+}
+
+pylayout_status pylayout_suggest_format(const DLTensor *t, pylayout_format *format_ret)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = check_meta(t, strides);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (!format_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "format_ret is NULL");
+    *format_ret = PYLAYOUT_FORMAT_CONTIGUOUS;
+    if (t->ndim == 4 && strides_like(t->shape, strides, channels_last_2d_order, 4))
+        *format_ret = PYLAYOUT_FORMAT_CHANNELS_LAST;
+    else if (t->ndim == 5 && strides_like(t->shape, strides, channels_last_3d_order, 5))
+        *format_ret = PYLAYOUT_FORMAT_CHANNELS_LAST_3D;
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_is_dense(const DLTensor *t, bool *result_ret)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    int perm[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = check_meta(t, strides);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (!result_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "result_ret is NULL");
+    /* c10's compute_non_overlapping_and_dense: dims of size < 2 sort last;
+     * the others, by ascending stride, must be exactly compact. */
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] >= 2)
+            perm[n++] = d;
+    for (int i = 1; i < n; i++) { /* insertion sort: stable, n <= 64 */
+        int v = perm[i], j = i;
+        while (j > 0 && strides[perm[j - 1]] > strides[v]) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = v;
+    }
+    int64_t expected = 1;
+    *result_ret = true;
+    for (int i = 0; i < n; i++) {
+        if (strides[perm[i]] != expected) {
+            *result_ret = false;
+            break;
+        }
+        expected *= t->shape[perm[i]];
+    }
+    return PYLAYOUT_OK;
+}
+
+static pylayout_status check_shape_args(int32_t ndim, const int64_t *shape, const void *out)
+{
+    if (ndim < 0 || ndim > PYLAYOUT_MAX_NDIM)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "ndim %d is outside 0..%d", (int)ndim,
+                              PYLAYOUT_MAX_NDIM);
+    if ((ndim > 0 && (!shape || !out)))
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "shape or strides_ret is NULL");
+    for (int32_t d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "negative size %lld in dim %d",
+                                  (long long)shape[d], (int)d);
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_format_strides(int32_t ndim, const int64_t *shape, pylayout_format format,
+                                        int64_t *strides_ret)
+{
+    pylayout_status st = check_shape_args(ndim, shape, strides_ret);
+    if (st != PYLAYOUT_OK)
+        return st;
+    bool ok = true;
+    switch (format) {
+    case PYLAYOUT_FORMAT_CONTIGUOUS:
+        ok = row_major_strides(ndim, shape, strides_ret);
+        break;
+    case PYLAYOUT_FORMAT_FORTRAN: {
+        int64_t step = 1;
+        for (int32_t d = 0; d < ndim; d++) {
+            strides_ret[d] = step;
+            ok &= grow(&step, shape[d]);
+        }
+        break;
+    }
+    case PYLAYOUT_FORMAT_CHANNELS_LAST:
+    case PYLAYOUT_FORMAT_CHANNELS_LAST_3D: {
+        int rank = format == PYLAYOUT_FORMAT_CHANNELS_LAST ? 4 : 5;
+        const int *order = rank == 4 ? channels_last_2d_order : channels_last_3d_order;
+        if (ndim != rank)
+            return _pylayout_fail(PYLAYOUT_ERR_FORMAT_RANK, "%s needs a %d-D tensor, got %d-D",
+                                  rank == 4 ? "channels_last" : "channels_last_3d", rank, (int)ndim);
+        /* c10's get_channels_last_strides_*: plain products, so a size-0
+         * dim gives zero strides, as torch.empty(..., memory_format=) does. */
+        int64_t step = 1;
+        for (int i = 0; i < rank; i++) {
+            strides_ret[order[i]] = step;
+            ok &= !__builtin_mul_overflow(step, shape[order[i]], &step);
+        }
+        break;
+    }
+    default:
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "unknown format %d", (int)format);
+    }
+    if (!ok)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "shape has more elements than int64 can count");
+    _pylayout_clear_error();
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_order_strides(int32_t ndim, const int64_t *shape, const int32_t *order,
+                                       int64_t *strides_ret)
+{
+    pylayout_status st = check_shape_args(ndim, shape, strides_ret);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (ndim > 0 && !order)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "order is NULL");
+    bool seen[PYLAYOUT_MAX_NDIM] = {false};
+    for (int32_t i = 0; i < ndim; i++) {
+        if (order[i] < 0 || order[i] >= ndim || seen[order[i]])
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT,
+                                  "order must be a permutation of 0..%d; entry %d is %d", (int)ndim - 1, (int)i,
+                                  (int)order[i]);
+        seen[order[i]] = true;
+    }
+    int64_t step = 1;
+    bool ok = true;
+    for (int32_t i = ndim - 1; i >= 0; i--) {
+        strides_ret[order[i]] = step;
+        ok &= grow(&step, shape[order[i]]);
+    }
+    if (!ok)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "shape has more elements than int64 can count");
+    _pylayout_clear_error();
+    return PYLAYOUT_OK;
+}
