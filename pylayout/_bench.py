@@ -1,1 +1,267 @@
-def run(quick=False, only=None): return 0
+"""python -m pylayout bench: pylayout against torch, NumPy and memcpy.
+
+Every figure in a row is measured in the same run, at the same thread count.
+Bandwidth is counted as bytes of the tensor moved once (read + written =
+2x that in traffic, for every contestant alike).  "memcpy" is np.copyto of a
+contiguous array of the same bytes (single-threaded, as NumPy is); "par-memcpy"
+is torch's copy_ between contiguous tensors at the row's thread count, the
+parallel memcpy the machine can do.  Ratios are pylayout's speed over theirs.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import random
+import time
+
+import pylayout as pl
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover - NumPy is an optional peer
+    np = None
+try:
+    import torch
+except ImportError:  # pragma: no cover - torch is an optional peer
+    torch = None
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def best_time(fn, repeat: int, min_time: float = 0.0) -> float:
+    """Best wall time of `fn()` over `repeat` runs (at least one warm-up)."""
+    fn()
+    best = float("inf")
+    start = time.perf_counter()
+    n = 0
+    while n < repeat or (time.perf_counter() - start) < min_time:
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+        n += 1
+    return best
+
+
+def per_call_ns(fn, number: int) -> float:
+    """Best of 5 batches of `number` calls, in ns per call."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter_ns() - t0) / number)
+    return best
+
+
+def set_threads(n: int) -> None:
+    pl.set_num_threads(n)
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+# ------------------------------------------------------------- exchange
+
+
+def bench_exchange(quick: bool) -> list[str]:
+    lines = ["## DLPack exchange overhead (ns per call, small tensor)", ""]
+    number = 2000 if quick else 20000
+    rows = []
+    if torch is not None:
+        t = torch.zeros(4, 4)
+        p = pl.from_dlpack(t)
+        imp = per_call_ns(lambda: pl.from_dlpack(t), number)
+        ref = per_call_ns(lambda: torch.from_dlpack(t), number)
+        rows.append(("import torch -> pylayout: pl.from_dlpack(t)", imp, "torch.from_dlpack(t)", ref))
+        exp = per_call_ns(lambda: pl._core._to_type(p, torch.Tensor), number)
+        rows.append(("export pylayout -> torch (exchange API)", exp, "torch.from_dlpack(t)", ref))
+        exp2 = per_call_ns(lambda: torch.from_dlpack(p), number)
+        rows.append(("export pylayout -> torch: torch.from_dlpack(p)", exp2, "torch.from_dlpack(t)", ref))
+    if np is not None:
+        a = np.zeros((4, 4), dtype=np.float32)
+        imp = per_call_ns(lambda: pl.from_dlpack(a), number)
+        ref = per_call_ns(lambda: np.from_dlpack(a), number)
+        rows.append(("import numpy -> pylayout: pl.from_dlpack(a)", imp, "np.from_dlpack(a)", ref))
+        p = pl.from_dlpack(a)
+        exp = per_call_ns(lambda: np.from_dlpack(p), number)
+        rows.append(("export pylayout -> numpy: np.from_dlpack(p)", exp, "np.from_dlpack(a)", ref))
+    lines.append(f"| operation | pylayout ns | reference | reference ns | pylayout / reference |")
+    lines.append("|---|---:|---|---:|---:|")
+    for name, ours, refname, ref in rows:
+        lines.append(f"| {name} | {ours:.0f} | {refname} | {ref:.0f} | {ours / ref:.2f} |")
+    return lines
+
+
+# ---------------------------------------------------------------- copies
+
+
+class Case:
+    def __init__(self, name, make, pl_fn, torch_fn=None, np_fn=None):
+        self.name, self.make, self.pl_fn, self.torch_fn, self.np_fn = name, make, pl_fn, torch_fn, np_fn
+
+
+def _np_of(x):
+    return x.numpy() if torch is not None and isinstance(x, torch.Tensor) else x
+
+
+def copy_cases(quick: bool) -> list[Case]:
+    s = 8 if quick else 1  # shrink factor for --quick
+    cl = torch.channels_last if torch else "channels_last"
+    cl3 = torch.channels_last_3d if torch else "channels_last_3d"
+    cases = []
+
+    def nchw(shape, dtype=None):
+        return lambda: torch.randn(*shape, dtype=dtype or torch.float32)
+
+    def nhwc(shape):
+        return lambda: torch.randn(*shape).contiguous(memory_format=cl)
+
+    for shape in [(64, 256, 56, 56), (32, 64, 112, 112)]:
+        shp = (max(1, shape[0] // s),) + shape[1:]
+        cases.append(Case(f"NCHW->channels_last f32 {shp}", nchw(shp),
+                          lambda x: pl.contiguous(x, cl),
+                          lambda x: x.contiguous(memory_format=cl),
+                          lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1))))
+        cases.append(Case(f"channels_last->NCHW f32 {shp}", nhwc(shp),
+                          lambda x: pl.contiguous(x),
+                          lambda x: x.contiguous(),
+                          lambda a: np.ascontiguousarray(a)))
+    shp = (max(1, 8 // s), 64, 32, 56, 56)
+    cases.append(Case(f"NCDHW->channels_last_3d f32 {shp}", nchw(shp),
+                      lambda x: pl.contiguous(x, cl3),
+                      lambda x: x.contiguous(memory_format=cl3),
+                      lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 4, 1))))
+    for n in (8192, 12800):
+        n //= s
+        for dt in (torch.float32, torch.float64):
+            cases.append(Case(f"2-D transpose {n}x{n} {str(dt)[6:]}",
+                              lambda n=n, dt=dt: torch.randn(n, n, dtype=dt).t(),
+                              pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    rng = random.Random(1234)
+    target = (64 << 20) // s // 4  # float32 elements in ~64 MB
+    for ndim in range(3, 7):
+        side = max(2, round(target ** (1 / ndim)))
+        shape = [side] * ndim
+        shape[0] = max(1, target // side ** (ndim - 1))
+        perm = list(range(ndim))
+        while perm == sorted(perm):
+            rng.shuffle(perm)
+        cases.append(Case(f"permute {ndim}-D {tuple(shape)} by {tuple(perm)}",
+                          lambda shape=shape, perm=perm: torch.randn(*shape).permute(*perm),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    n = 8192 // s
+    cases.append(Case(f"2-D transpose {n}x{n} uint8",
+                      lambda: torch.randint(0, 255, (n, n), dtype=torch.uint8).t(),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    cases.append(Case(f"2-D transpose {n}x{n} float16",
+                      lambda: torch.randn(n, n, dtype=torch.float16).t(),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    shp = (max(1, 32 // s), 64, 112, 224)
+    cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
+                      lambda: torch.randn(*shp)[..., ::2],
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    n = 4096 // s
+    cases.append(Case(f"identity copy (to_order) {n}x{n} f32 -> memcpy path",
+                      lambda: torch.randn(n, n), lambda x: pl.from_dlpack(x).__dlpack__(copy=True),
+                      lambda x: x.clone(), np.copy))
+    return cases
+
+
+def _gbps(nbytes, seconds):
+    return nbytes / seconds / 1e9
+
+
+def bench_copies(quick: bool, only: str | None) -> list[str]:
+    if torch is None or np is None:
+        return ["## Copies", "", "skipped: the copy benchmark compares against torch and NumPy; install both."]
+    repeat = 2 if quick else 5
+    nthreads = [1, os.cpu_count() or 1] if (os.cpu_count() or 1) > 1 else [1]
+    lines = [
+        "## Layout conversions (GB/s of tensor bytes; ratio = pylayout speed / other)",
+        "",
+        "| case | threads | pylayout | torch | numpy | memcpy | par-memcpy | x torch | x numpy | / memcpy | / par-memcpy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(lines), flush=True)
+    for case in copy_cases(quick):
+        if only and only not in case.name:
+            continue
+        x = case.make()
+        a = _np_of(x)
+        nbytes = x.numel() * x.element_size()
+        src = torch.empty(nbytes, dtype=torch.uint8)
+        dst = torch.empty_like(src)
+        src_np, dst_np = src.numpy(), dst.numpy()
+        # correctness first: a benchmark of a wrong answer is worthless
+        ours = case.pl_fn(x)
+        ours_t = ours if isinstance(ours, torch.Tensor) else torch.from_dlpack(ours)
+        if not torch.equal(ours_t, x):
+            raise AssertionError(f"{case.name}: pylayout's result differs from its input")
+        del ours, ours_t
+        for n in nthreads:
+            set_threads(n)
+            t_pl = best_time(lambda: case.pl_fn(x), repeat)
+            t_torch = best_time(lambda: case.torch_fn(x), repeat)
+            t_np = best_time(lambda: case.np_fn(a), repeat) if case.np_fn else float("nan")
+            t_mc = best_time(lambda: np.copyto(dst_np, src_np), repeat)
+            t_pmc = best_time(lambda: dst.copy_(src), repeat)
+            g = [_gbps(nbytes, t) for t in (t_pl, t_torch, t_np, t_mc, t_pmc)]
+            lines.append(
+                f"| {case.name} | {n} | {g[0]:.2f} | {g[1]:.2f} | {g[2]:.2f} | {g[3]:.2f} | {g[4]:.2f} "
+                f"| {g[0] / g[1]:.2f} | {g[0] / g[2]:.2f} | {g[0] / g[3]:.2f} | {g[0] / g[4]:.2f} |"
+            )
+            print(lines[-1], flush=True)
+        del x, a, src, dst, src_np, dst_np
+        gc.collect()
+    set_threads(os.cpu_count() or 1)
+    return lines
+
+
+def bench_small(quick: bool) -> list[str]:
+    if torch is None:
+        return []
+    lines = ["## Small tensors (µs per call, transposed input -> contiguous)", "",
+             "| size | threads | pylayout | torch .contiguous() | numpy ascontiguousarray | pylayout / torch |",
+             "|---|---:|---:|---:|---:|---:|"]
+    number = 500 if quick else 5000
+    for nbytes in (1024, 64 * 1024):
+        side = int((nbytes // 4) ** 0.5)
+        x = torch.randn(side, side).t()
+        a = x.numpy()
+        for n in sorted({1, os.cpu_count() or 1}):
+            set_threads(n)
+            ours = per_call_ns(lambda: pl.contiguous(x), number) / 1000
+            theirs = per_call_ns(lambda: x.contiguous(), number) / 1000
+            npy = per_call_ns(lambda: np.ascontiguousarray(a), number) / 1000
+            lines.append(f"| {side}x{side} f32 ({nbytes // 1024} KB) | {n} | {ours:.2f} | {theirs:.2f} "
+                         f"| {npy:.2f} | {ours / theirs:.2f} |")
+    set_threads(os.cpu_count() or 1)
+    return lines
+
+
+def run(quick: bool = False, only: str | None = None) -> int:
+    info = pl.info()
+    header = [
+        "# pylayout benchmark",
+        "",
+        f"- machine: {cpu_model()}, {os.cpu_count()} logical cores, {platform.machine()}",
+        f"- pylayout {info['version']} (SIMD path {info['simd']}, OpenMP {'on' if info['openmp'] else 'off'}), "
+        f"torch {info['torch']}, numpy {info['numpy']}, python {platform.python_version()}",
+        f"- command: python -m pylayout bench{' --quick' if quick else ''}{f' --only {only!r}' if only else ''}",
+        "",
+    ]
+    print("\n".join(header), flush=True)
+    if not only:
+        for section in (bench_exchange, bench_small):
+            print("\n".join(section(quick)) + "\n", flush=True)
+    bench_copies(quick, only)
+    return 0

@@ -485,36 +485,104 @@ fail:
     return NULL;
 }
 
-/* The type's DLPack C exchange API, or NULL (no error set) if it has none. */
-static const DLPackExchangeAPI *exchange_api_of(core_state *state, PyTypeObject *tp)
+/* What pylayout knows about a producer type: its DLPack C exchange API (or
+ * NULL) and whether it is a torch.Tensor type, whose exchange API exports
+ * tensors that torch's own __dlpack__ refuses (see torch_guard). */
+typedef struct {
+    const DLPackExchangeAPI *api;
+    bool is_torch;
+} producer_info;
+
+/* Looks up type(x) once and caches the answer in module state: a tuple
+ * (capsule or None, is_torch).  Returns -1 with an exception set on error. */
+static int producer_of(core_state *state, PyTypeObject *tp, producer_info *info)
 {
-    PyObject *cap = PyDict_GetItemWithError(state->exchange_cache, (PyObject *)tp);
-    if (!cap) {
+    PyObject *entry = PyDict_GetItemWithError(state->exchange_cache, (PyObject *)tp);
+    if (!entry) {
         if (PyErr_Occurred())
-            return NULL;
-        cap = Py_None;
+            return -1;
+        PyObject *cap = Py_None;
+        bool is_torch = false, found = false;
         /* Walk the MRO's dicts: no AttributeError to build and throw away. */
         PyObject *mro = tp->tp_mro;
         for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
-            PyObject *dict = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict;
-            PyObject *v = dict ? PyDict_GetItemWithError(dict, state->str_exchange) : NULL;
+            PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+            if (!strcmp(base->tp_name, "torch._C.TensorBase"))
+                is_torch = true;
+            PyObject *v = (!found && base->tp_dict) ? PyDict_GetItemWithError(base->tp_dict, state->str_exchange)
+                                                    : NULL;
             if (v) {
+                found = true;
                 if (PyCapsule_IsValid(v, EXCHANGE_NAME)) {
                     const DLPackExchangeAPI *api = PyCapsule_GetPointer(v, EXCHANGE_NAME);
                     if (api && api->header.version.major == DLPACK_MAJOR_VERSION)
                         cap = v;
                 }
-                break;
+            } else if (PyErr_Occurred()) {
+                return -1;
             }
-            if (PyErr_Occurred())
-                return NULL;
         }
-        if (PyDict_SetItem(state->exchange_cache, (PyObject *)tp, cap) < 0)
-            return NULL;
+        entry = Py_BuildValue("(OO)", cap, is_torch ? Py_True : Py_False);
+        if (!entry || PyDict_SetItem(state->exchange_cache, (PyObject *)tp, entry) < 0) {
+            Py_XDECREF(entry);
+            return -1;
+        }
+        Py_DECREF(entry); /* the dict holds it */
     }
-    if (cap == Py_None)
-        return NULL;
-    return PyCapsule_GetPointer(cap, EXCHANGE_NAME);
+    PyObject *cap = PyTuple_GET_ITEM(entry, 0);
+    info->api = cap == Py_None ? NULL : PyCapsule_GetPointer(cap, EXCHANGE_NAME);
+    info->is_torch = PyTuple_GET_ITEM(entry, 1) == Py_True;
+    return 0;
+}
+
+static const DLPackExchangeAPI *exchange_api_of(core_state *state, PyTypeObject *tp)
+{
+    producer_info info;
+    return producer_of(state, tp, &info) < 0 ? NULL : info.api;
+}
+
+/* torch's C exchange API exports what torch.Tensor.__dlpack__ refuses:
+ * tensors with the conjugate or negative bit set (whose memory holds the
+ * un-negated values) and tensors that require grad (whose graph a DLPack
+ * round trip would silently cut).  Refuse them the same way, with the fix. */
+static int torch_guard(PyObject *x)
+{
+    static const struct {
+        const char *method, *message;
+    } checks[] = {
+        {"is_conj", "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
+                    "call x.resolve_conj() first"},
+        {"is_neg", "the tensor has torch's negative bit set, so its memory holds the un-negated values; "
+                   "call x.resolve_neg() first"},
+    };
+    PyObject *rg = PyObject_GetAttrString(x, "requires_grad");
+    if (!rg)
+        return -1;
+    int requires_grad = PyObject_IsTrue(rg);
+    Py_DECREF(rg);
+    if (requires_grad < 0)
+        return -1;
+    if (requires_grad) {
+        PyErr_SetString(PyExc_BufferError,
+                        "the tensor requires grad, and passing it through DLPack would cut the autograd graph; "
+                        "use pylayout.torch's differentiable conversions, or x.detach() if no gradient "
+                        "should flow");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        PyObject *r = PyObject_CallMethod(x, checks[i].method, NULL);
+        if (!r)
+            return -1;
+        int bit = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (bit < 0)
+            return -1;
+        if (bit) {
+            PyErr_SetString(PyExc_BufferError, checks[i].message);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Calls x.__dlpack__(max_version=(1, 0), ...), retrying without keywords for
@@ -562,10 +630,14 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
         return Py_NewRef(x);
     if (PyCapsule_CheckExact(x))
         return tensor_from_capsule(state, x);
-    const DLPackExchangeAPI *api = exchange_api_of(state, Py_TYPE(x));
-    if (api) {
+    producer_info info;
+    if (producer_of(state, Py_TYPE(x), &info) < 0)
+        return NULL;
+    if (info.api) {
         DLManagedTensorVersioned *m = NULL;
-        if (api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
+        if (info.is_torch && torch_guard(x) < 0)
+            return NULL;
+        if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
             return NULL;
         pylayout_tensor *t;
         pylayout_status st = pylayout_tensor_from_versioned(m, &t);
@@ -576,8 +648,6 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
         }
         return wrap_tensor(state, t);
     }
-    if (PyErr_Occurred())
-        return NULL;
     PyObject *capsule = call_dlpack(state, x, copy);
     if (!capsule)
         return NULL;
@@ -592,19 +662,36 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
     return res;
 }
 
-/* A DLTensor describing x for a metadata query, borrowed without taking
- * ownership.  *keep (maybe NULL) must be released after use. */
-static const DLTensor *peek_dltensor(core_state *state, PyObject *x, DLTensor *scratch, PyObject **keep)
+/* Runs torch_guard if x is a torch tensor: before pylayout reads or writes
+ * its elements. */
+static int data_guard(core_state *state, PyObject *x)
+{
+    producer_info info;
+    if (Py_IS_TYPE(x, state->TensorType) || PyCapsule_CheckExact(x))
+        return 0;
+    if (producer_of(state, Py_TYPE(x), &info) < 0)
+        return -1;
+    return info.is_torch ? torch_guard(x) : 0;
+}
+
+/* A DLTensor describing x, borrowed without taking ownership: for a
+ * metadata query, or (for_data) for reading its elements during this call.
+ * *keep (maybe NULL) must be released after use. */
+static const DLTensor *peek_dltensor(core_state *state, PyObject *x, bool for_data, DLTensor *scratch,
+                                     PyObject **keep)
 {
     *keep = NULL;
     if (Py_IS_TYPE(x, state->TensorType))
         return ((TensorObject *)x)->dl;
     if (!PyCapsule_CheckExact(x)) {
-        const DLPackExchangeAPI *api = exchange_api_of(state, Py_TYPE(x));
-        if (api && api->dltensor_from_py_object_no_sync)
-            return api->dltensor_from_py_object_no_sync(x, scratch) == 0 ? scratch : NULL;
-        if (PyErr_Occurred())
+        producer_info info;
+        if (producer_of(state, Py_TYPE(x), &info) < 0)
             return NULL;
+        if (info.api && info.api->dltensor_from_py_object_no_sync) {
+            if (for_data && info.is_torch && torch_guard(x) < 0)
+                return NULL;
+            return info.api->dltensor_from_py_object_no_sync(x, scratch) == 0 ? scratch : NULL;
+        }
     }
     PyObject *t = import_tensor(state, x, Py_None);
     if (!t)
@@ -959,7 +1046,7 @@ static PyObject *mod_is_contiguous(PyObject *module, PyObject *args, PyObject *k
     if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
         return NULL;
     DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(get_state(module), x, &scratch, &keep);
+    const DLTensor *dl = peek_dltensor(get_state(module), x, false, &scratch, &keep);
     if (!dl)
         return NULL;
     bool result = false;
@@ -974,7 +1061,7 @@ static PyObject *mod_suggest_format(PyObject *module, PyObject *x)
 {
     PyObject *keep;
     DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(get_state(module), x, &scratch, &keep);
+    const DLTensor *dl = peek_dltensor(get_state(module), x, false, &scratch, &keep);
     if (!dl)
         return NULL;
     pylayout_format fmt;
@@ -989,7 +1076,7 @@ static PyObject *mod_is_dense(PyObject *module, PyObject *x)
 {
     PyObject *keep;
     DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(get_state(module), x, &scratch, &keep);
+    const DLTensor *dl = peek_dltensor(get_state(module), x, false, &scratch, &keep);
     if (!dl)
         return NULL;
     bool result = false;
@@ -1111,7 +1198,7 @@ static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
     core_state *state = get_state(module);
     PyObject *keep;
     DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(state, x, &scratch, &keep);
+    const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
     if (!dl)
         return NULL;
     bool already = false;
@@ -1122,7 +1209,7 @@ static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
         return Py_NewRef(x);
     }
     pylayout_tensor *out = NULL;
-    if (st == PYLAYOUT_OK && check_host(dl, "the input") < 0) {
+    if (st == PYLAYOUT_OK && (data_guard(state, x) < 0 || check_host(dl, "the input") < 0)) {
         Py_XDECREF(keep);
         return NULL;
     }
@@ -1150,7 +1237,7 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     PyObject *keep;
     DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(state, x, &scratch, &keep);
+    const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
     if (!dl)
         return NULL;
     if (n != dl->ndim) {
@@ -1175,7 +1262,7 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         Py_XDECREF(keep);
         return Py_NewRef(x);
     }
-    if (check_host(dl, "the input") < 0) {
+    if (data_guard(state, x) < 0 || check_host(dl, "the input") < 0) {
         Py_XDECREF(keep);
         return NULL;
     }
@@ -1202,7 +1289,7 @@ static PyObject *mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     PyObject *keep = NULL;
     DLTensor scratch;
-    const DLTensor *src = peek_dltensor(state, src_obj, &scratch, &keep);
+    const DLTensor *src = peek_dltensor(state, src_obj, true, &scratch, &keep);
     PyObject *res = NULL;
     if (!src)
         goto done;

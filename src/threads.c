@@ -21,6 +21,7 @@
 
 static atomic_int pl_num_threads; /* 0 until chosen */
 
+#ifdef _OPENMP
 /* The leading positive integer of `text` ("4" or "4,2" as OMP_NUM_THREADS
  * allows), or 0 if there is none. */
 static int pl_parse_threads(const char *text)
@@ -42,12 +43,11 @@ static int pl_default_threads(void)
     int n = pl_parse_threads(getenv("PYLAYOUT_NUM_THREADS"));
     if (n == 0)
         n = pl_parse_threads(getenv("OMP_NUM_THREADS"));
-#ifdef _OPENMP
     if (n == 0)
         n = omp_get_num_procs();
-#endif
     return n < 1 ? 1 : n;
 }
+#endif /* _OPENMP */
 
 int _pylayout_copy_threads(void)
 {

@@ -1,2 +1,758 @@
+/*
+ * check_copy.c - Check tests of pylayout_copy, pylayout_convert(_order), the
+ * thread count and build info, through the public API only.
+ *
+ * Every copy is compared byte for byte (padding included) with a naive
+ * reference that walks all indices; a randomized differential test covers
+ * thousands of layouts.  Runs with CK_NOFORK: libgomp is not fork-safe.
+ */
+#define _POSIX_C_SOURCE 200809L
+
 #include <check.h>
-int main(void){return 0;}
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pylayout.h>
+
+#define SENTINEL 0xAB
+
+/* ------------------------------------------------------------ helpers */
+
+/* A tensor with its own shape/stride arrays and buffer. */
+typedef struct tens {
+    DLTensor t;
+    int64_t shape[8];
+    int64_t strides[8];
+    unsigned char *buf;
+    size_t bufsize;
+} tens;
+
+static DLDataType dtype_of_size(size_t itemsize)
+{
+    DLDataType dt = {kDLUInt, (uint8_t)(8 * itemsize), 1};
+    switch (itemsize) {
+    case 4: dt.code = kDLFloat; break;
+    case 8: dt.code = kDLFloat; break;
+    case 16: dt.code = kDLComplex; dt.bits = 128; break;
+    default: break;
+    }
+    return dt;
+}
+
+/* Builds a tensor of `shape` whose dims are laid out in `perm` (perm[0]
+ * outermost), each dim padded by steps[d] (>= 1), flipped where flip[d],
+ * stride 0 where zero[d], at `misalign` extra bytes into its buffer.  The
+ * buffer is filled with `fill` (or random bytes when fill < 0). */
+static void tens_make(tens *x, int ndim, const int64_t *shape, const int *perm, const int *steps,
+                      const int *flip, const int *zero, size_t itemsize, size_t misalign, int fill,
+                      unsigned *seed)
+{
+    int64_t acc = 1, lo = 0, hi = 0;
+    memset(x, 0, sizeof *x);
+    for (int p = ndim - 1; p >= 0; p--) {
+        int d = perm ? perm[p] : p;
+        x->shape[d] = shape[d];
+        if (zero && zero[d]) {
+            x->strides[d] = 0;
+            continue;
+        }
+        x->strides[d] = acc * (steps ? steps[d] : 1);
+        acc *= (shape[d] > 1 ? shape[d] : 1) * (steps ? steps[d] : 1);
+    }
+    for (int d = 0; d < ndim; d++) {
+        if (flip && flip[d])
+            x->strides[d] = -x->strides[d];
+        int64_t reach = (shape[d] > 0 ? shape[d] - 1 : 0) * x->strides[d];
+        if (reach < 0)
+            lo += reach;
+        else
+            hi += reach;
+    }
+    x->bufsize = (size_t)(hi - lo + 1) * itemsize + misalign + 16;
+    x->buf = malloc(x->bufsize);
+    ck_assert_ptr_nonnull(x->buf);
+    for (size_t i = 0; i < x->bufsize; i++)
+        x->buf[i] = fill >= 0 ? (unsigned char)fill : (unsigned char)(rand_r(seed) >> 7);
+    x->t.data = x->buf;
+    x->t.device.device_type = kDLCPU;
+    x->t.ndim = ndim;
+    x->t.dtype = dtype_of_size(itemsize);
+    x->t.shape = x->shape;
+    x->t.strides = x->strides;
+    x->t.byte_offset = (uint64_t)(-lo) * itemsize + misalign;
+}
+
+static void tens_free(tens *x) { free(x->buf); }
+
+static size_t itemsize_of(const DLTensor *t) { return (size_t)((t->dtype.bits + 7) / 8); }
+
+/* Offset in bytes of element `idx`. */
+static int64_t offset_of(const DLTensor *t, const int64_t *idx)
+{
+    int64_t off = (int64_t)t->byte_offset;
+    int64_t step = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        int64_t s = t->strides ? t->strides[d] : step;
+        off += idx[d] * s * (int64_t)itemsize_of(t);
+        step *= t->shape[d];
+    }
+    return off;
+}
+
+/* The naive reference copier: an odometer over every index. */
+static void ref_copy(const DLTensor *src, DLTensor *dst)
+{
+    int64_t idx[PYLAYOUT_MAX_NDIM] = {0};
+    size_t is = itemsize_of(src);
+    for (int d = 0; d < src->ndim; d++)
+        if (src->shape[d] == 0)
+            return;
+    for (;;) {
+        memcpy((char *)dst->data + offset_of(dst, idx), (const char *)src->data + offset_of(src, idx), is);
+        int d = src->ndim - 1;
+        for (; d >= 0; d--) {
+            if (++idx[d] < src->shape[d])
+                break;
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return;
+    }
+}
+
+/* Whether every element of a equals the same-index element of b. */
+static int same_elements(const DLTensor *a, const DLTensor *b)
+{
+    int64_t idx[PYLAYOUT_MAX_NDIM] = {0};
+    size_t is = itemsize_of(a);
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] == 0)
+            return 1;
+    for (;;) {
+        if (memcmp((const char *)a->data + offset_of(a, idx), (const char *)b->data + offset_of(b, idx), is) != 0)
+            return 0;
+        int d = a->ndim - 1;
+        for (; d >= 0; d--) {
+            if (++idx[d] < a->shape[d])
+                break;
+            idx[d] = 0;
+        }
+        if (d < 0)
+            return 1;
+    }
+}
+
+/* Copies src into dst with pylayout and into a clone of dst with the
+ * reference, and compares whole buffers (padding must stay untouched). */
+static void check_against_ref(const DLTensor *src, tens *dst)
+{
+    unsigned char *expect = malloc(dst->bufsize);
+    ck_assert_ptr_nonnull(expect);
+    memcpy(expect, dst->buf, dst->bufsize);
+    DLTensor ref = dst->t;
+    ref.data = expect;
+    ref_copy(src, &ref);
+    pylayout_status st = pylayout_copy(src, &dst->t);
+    ck_assert_msg(st == PYLAYOUT_OK, "pylayout_copy: %s (%s)", pylayout_strerror(st), pylayout_last_error());
+    ck_assert_str_eq(pylayout_last_error(), "");
+    ck_assert_msg(memcmp(expect, dst->buf, dst->bufsize) == 0, "copy differs from the reference");
+    free(expect);
+}
+
+/* Copies a src of `shape` laid out in sperm into a dst laid out in dperm. */
+static void check_perm(int ndim, const int64_t *shape, const int *sperm, const int *dperm, size_t itemsize)
+{
+    unsigned seed = 1234;
+    tens s, d;
+    tens_make(&s, ndim, shape, sperm, NULL, NULL, NULL, itemsize, 0, -1, &seed);
+    tens_make(&d, ndim, shape, dperm, NULL, NULL, NULL, itemsize, 0, SENTINEL, &seed);
+    check_against_ref(&s.t, &d);
+    tens_free(&s);
+    tens_free(&d);
+}
+
+static void check_both_thread_counts(void (*fn)(void))
+{
+    int saved = 1;
+    ck_assert_int_eq(pylayout_get_num_threads(&saved), PYLAYOUT_OK);
+    for (int nt = 1; nt <= 2; nt++) {
+        ck_assert_int_eq(pylayout_set_num_threads(nt), PYLAYOUT_OK);
+        fn();
+    }
+    ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
+}
+
+/* ----------------------------------------------------------- identity */
+
+static void identity_cases(void)
+{
+    static const int64_t sizes[][2] = {{1, 1}, {3, 5}, {100, 37}, {1024, 1024}, {1, 300000}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t is = 1; is <= 16; is *= 2)
+            check_perm(2, sizes[i], NULL, NULL, is);
+}
+
+START_TEST(test_identity) { check_both_thread_counts(identity_cases); }
+END_TEST
+
+START_TEST(test_identity_null_strides)
+{
+    unsigned seed = 7;
+    int64_t shape[3] = {4, 5, 6};
+    tens s, d;
+    tens_make(&s, 3, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 3, shape, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
+    s.t.strides = NULL;
+    d.t.strides = NULL;
+    ck_assert_int_eq(pylayout_copy(&s.t, &d.t), PYLAYOUT_OK);
+    ck_assert_int_eq(memcmp(s.buf, d.buf, 4 * 5 * 6 * 4), 0);
+    tens_free(&s);
+    tens_free(&d);
+}
+END_TEST
+
+/* ---------------------------------------------------------- transpose */
+
+static void transpose_cases(void)
+{
+    static const int64_t sizes[][2] = {{2, 3},     {8, 8},    {16, 16},  {17, 33},  {64, 64},   {65, 63},
+                                       {256, 256}, {300, 77}, {3, 1000}, {1000, 3}, {512, 520}, {1024, 1024}};
+    static const int rev[2] = {1, 0};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t is = 1; is <= 16; is *= 2) {
+            check_perm(2, sizes[i], NULL, rev, is);
+            check_perm(2, sizes[i], rev, NULL, is);
+        }
+}
+
+START_TEST(test_transpose_2d) { check_both_thread_counts(transpose_cases); }
+END_TEST
+
+/* ------------------------------------------------------- permutations */
+
+static int next_perm(int *p, int n)
+{
+    int i = n - 2;
+    while (i >= 0 && p[i] > p[i + 1])
+        i--;
+    if (i < 0)
+        return 0;
+    int j = n - 1;
+    while (p[j] < p[i])
+        j--;
+    int t = p[i];
+    p[i] = p[j];
+    p[j] = t;
+    for (int a = i + 1, b = n - 1; a < b; a++, b--) {
+        t = p[a];
+        p[a] = p[b];
+        p[b] = t;
+    }
+    return 1;
+}
+
+START_TEST(test_permutations_3d_4d)
+{
+    static const int64_t shape3[3] = {9, 17, 40};
+    static const int64_t shape4[4] = {5, 6, 7, 8};
+    int p[4] = {0, 1, 2};
+    do
+        check_perm(3, shape3, NULL, p, 4);
+    while (next_perm(p, 3));
+    int q[4] = {0, 1, 2, 3};
+    do {
+        check_perm(4, shape4, NULL, q, 4);
+        check_perm(4, shape4, q, NULL, 2);
+    } while (next_perm(q, 4));
+}
+END_TEST
+
+START_TEST(test_permutations_6d)
+{
+    static const int64_t shape[6] = {2, 3, 4, 5, 3, 9};
+    int p[6] = {0, 1, 2, 3, 4, 5};
+    int k = 0;
+    do {
+        if (k++ % 7 == 0) /* 103 of the 720 permutations */
+            check_perm(6, shape, NULL, p, 8);
+    } while (next_perm(p, 6));
+}
+END_TEST
+
+/* --------------------------------------------------------- elem sizes */
+
+START_TEST(test_element_sizes)
+{
+    static const int64_t shape[3] = {3, 70, 45};
+    static const int perm[3] = {0, 2, 1};
+    size_t is = (size_t)1 << _i; /* loop test: 1, 2, 4, 8, 16 */
+    check_perm(3, shape, NULL, perm, is);
+    check_perm(3, shape, perm, NULL, is);
+}
+END_TEST
+
+/* --------------------------------------------------------- broadcast */
+
+START_TEST(test_broadcast)
+{
+    unsigned seed = 11;
+    static const int64_t shape[3] = {7, 130, 66};
+    static const int zero_masks[][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 0}, {1, 1, 1}};
+    static const int tperm[3] = {0, 2, 1};
+    for (size_t m = 0; m < 5; m++)
+        for (size_t is = 1; is <= 16; is *= 2)
+            for (int t = 0; t < 2; t++) {
+                tens s, d;
+                tens_make(&s, 3, shape, NULL, NULL, NULL, zero_masks[m], is, 0, -1, &seed);
+                tens_make(&d, 3, shape, t ? tperm : NULL, NULL, NULL, NULL, is, 0, SENTINEL, &seed);
+                check_against_ref(&s.t, &d);
+                tens_free(&s);
+                tens_free(&d);
+            }
+}
+END_TEST
+
+/* --------------------------------------------------- negative strides */
+
+START_TEST(test_negative_strides)
+{
+    unsigned seed = 12;
+    static const int64_t shape[3] = {5, 33, 40};
+    static const int perm[3] = {2, 0, 1};
+    for (int sf = 0; sf < 8; sf++)
+        for (int df = 0; df < 8; df++) {
+            int sflip[3] = {sf & 1, (sf >> 1) & 1, (sf >> 2) & 1};
+            int dflip[3] = {df & 1, (df >> 1) & 1, (df >> 2) & 1};
+            tens s, d;
+            tens_make(&s, 3, shape, NULL, NULL, sflip, NULL, 4, 0, -1, &seed);
+            tens_make(&d, 3, shape, (sf + df) % 2 ? perm : NULL, NULL, dflip, NULL, 4, 0, SENTINEL, &seed);
+            check_against_ref(&s.t, &d);
+            tens_free(&s);
+            tens_free(&d);
+        }
+}
+END_TEST
+
+/* -------------------------------------------------------- byte_offset */
+
+START_TEST(test_byte_offset)
+{
+    unsigned seed = 13;
+    static const int64_t shape[2] = {40, 24};
+    static const int rev[2] = {1, 0};
+    for (size_t mis = 0; mis < 8; mis++) {
+        tens s, d;
+        tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, mis, -1, &seed);
+        tens_make(&d, 2, shape, rev, NULL, NULL, NULL, 4, 7 - mis, SENTINEL, &seed);
+        ck_assert_uint_ge(s.t.byte_offset, mis);
+        check_against_ref(&s.t, &d);
+        tens_free(&s);
+        tens_free(&d);
+    }
+}
+END_TEST
+
+/* ----------------------------------------------------- size 0, size 1 */
+
+START_TEST(test_size0_size1)
+{
+    unsigned seed = 14;
+    static const int64_t shapes[][4] = {{3, 0, 4, 2}, {0, 0, 0, 0}, {1, 1, 5, 1}, {1, 1, 1, 1}, {1, 7, 1, 9}};
+    static const int perm[4] = {3, 2, 1, 0};
+    for (size_t i = 0; i < 5; i++) {
+        tens s, d;
+        tens_make(&s, 4, shapes[i], NULL, NULL, NULL, NULL, 8, 0, -1, &seed);
+        tens_make(&d, 4, shapes[i], perm, NULL, NULL, NULL, 8, 0, SENTINEL, &seed);
+        check_against_ref(&s.t, &d);
+        tens_free(&s);
+        tens_free(&d);
+    }
+    /* empty tensors may have NULL data */
+    int64_t shape[2] = {0, 3};
+    DLTensor e = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, NULL, 0};
+    DLTensor f = e;
+    ck_assert_int_eq(pylayout_copy(&e, &f), PYLAYOUT_OK);
+    /* 0-d tensors copy one element */
+    float a = 1.5f, b = 0.0f;
+    DLTensor sa = {&a, {kDLCPU, 0}, 0, {kDLFloat, 32, 1}, NULL, NULL, 0};
+    DLTensor sb = {&b, {kDLCPU, 0}, 0, {kDLFloat, 32, 1}, NULL, NULL, 0};
+    ck_assert_int_eq(pylayout_copy(&sa, &sb), PYLAYOUT_OK);
+    ck_assert(b == 1.5f);
+}
+END_TEST
+
+/* ------------------------------------------------------------- errors */
+
+/* Expects `st` to be an error with a message, and dst untouched. */
+static void expect_error(pylayout_status st, pylayout_status want, const tens *d)
+{
+    ck_assert_msg(st == want, "got %s, want %s", pylayout_strerror(st), pylayout_strerror(want));
+    ck_assert_msg(pylayout_last_error()[0] != '\0', "no error message for %s", pylayout_strerror(st));
+    if (d != NULL)
+        for (size_t i = 0; i < d->bufsize; i++)
+            ck_assert_msg(d->buf[i] == SENTINEL, "dst byte %zu written on error", i);
+}
+
+START_TEST(test_error_shape_mismatch)
+{
+    unsigned seed = 21;
+    int64_t s1[3] = {4, 5, 6}, s2[3] = {4, 6, 5};
+    tens s, d;
+    tens_make(&s, 3, s1, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 3, s2, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_SHAPE_MISMATCH, &d);
+    d.t.ndim = 2;
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_SHAPE_MISMATCH, &d);
+    tens_free(&s);
+    tens_free(&d);
+}
+END_TEST
+
+START_TEST(test_error_itemsize_mismatch)
+{
+    unsigned seed = 22;
+    int64_t shape[2] = {4, 5};
+    tens s, d;
+    tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 8, 0, SENTINEL, &seed);
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_SHAPE_MISMATCH, &d);
+    /* same size, other code: allowed (a layout copy moves bytes) */
+    tens_free(&d);
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
+    d.t.dtype.code = kDLInt;
+    ck_assert_int_eq(pylayout_copy(&s.t, &d.t), PYLAYOUT_OK);
+    tens_free(&s);
+    tens_free(&d);
+}
+END_TEST
+
+START_TEST(test_error_dst_overlaps_itself)
+{
+    unsigned seed = 23;
+    int64_t shape[2] = {4, 5};
+    int zero[2] = {1, 0};
+    tens s, d;
+    tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 2, shape, NULL, NULL, NULL, zero, 4, 0, SENTINEL, &seed);
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_OVERLAP, &d);
+    d.strides[0] = 2; /* rows overlap: stride 2 < row length 5 */
+    d.strides[1] = 1;
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_OVERLAP, &d);
+    tens_free(&s);
+    tens_free(&d);
+}
+END_TEST
+
+START_TEST(test_error_dst_aliases_src)
+{
+    unsigned seed = 24;
+    int64_t shape[2] = {8, 8};
+    tens d;
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
+    DLTensor s = d.t;
+    expect_error(pylayout_copy(&s, &d.t), PYLAYOUT_ERR_OVERLAP, &d);
+    int64_t sstrides[2] = {1, 8}; /* in-place transpose */
+    s.strides = sstrides;
+    expect_error(pylayout_copy(&s, &d.t), PYLAYOUT_ERR_OVERLAP, &d);
+    int64_t half[2] = {4, 8}; /* overlapping halves */
+    s.shape = half;
+    s.strides = NULL;
+    DLTensor dd = d.t;
+    dd.shape = half;
+    dd.strides = NULL;
+    dd.byte_offset = 4 * 4 * 8 - 4;
+    expect_error(pylayout_copy(&s, &dd), PYLAYOUT_ERR_OVERLAP, &d);
+    dd.byte_offset = 4 * 4 * 8; /* adjacent, disjoint: fine */
+    ck_assert_int_eq(pylayout_copy(&s, &dd), PYLAYOUT_OK);
+    tens_free(&d);
+}
+END_TEST
+
+START_TEST(test_error_device)
+{
+    unsigned seed = 25;
+    int64_t shape[2] = {4, 5};
+    tens s, d;
+    tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
+    s.t.device.device_type = kDLCUDA;
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_UNSUPPORTED_DEVICE, &d);
+    ck_assert_ptr_nonnull(strstr(pylayout_last_error(), "cuda"));
+    s.t.device.device_type = kDLCPU;
+    d.t.device.device_type = kDLROCM;
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_UNSUPPORTED_DEVICE, &d);
+    pylayout_tensor *out = NULL;
+    s.t.device.device_type = kDLCUDA;
+    expect_error(pylayout_convert(&s.t, PYLAYOUT_FORMAT_CONTIGUOUS, &out), PYLAYOUT_ERR_UNSUPPORTED_DEVICE, NULL);
+    ck_assert_ptr_null(out);
+    tens_free(&s);
+    tens_free(&d);
+}
+END_TEST
+
+START_TEST(test_error_null_args)
+{
+    unsigned seed = 26;
+    int64_t shape[2] = {4, 5};
+    tens s, d;
+    tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
+    expect_error(pylayout_copy(NULL, &d.t), PYLAYOUT_ERR_INVALID_ARGUMENT, &d);
+    expect_error(pylayout_copy(&s.t, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, &d);
+    pylayout_tensor *out = NULL;
+    int32_t order[2] = {1, 0};
+    expect_error(pylayout_convert(NULL, PYLAYOUT_FORMAT_CONTIGUOUS, &out), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    expect_error(pylayout_convert(&s.t, PYLAYOUT_FORMAT_CONTIGUOUS, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    expect_error(pylayout_convert_order(NULL, order, &out), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    expect_error(pylayout_convert_order(&s.t, NULL, &out), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    expect_error(pylayout_convert_order(&s.t, order, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    ck_assert_ptr_null(out);
+    /* a malformed tensor is rejected before anything is written */
+    d.shape[1] = -1;
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_INVALID_TENSOR, &d);
+    d.shape[1] = 5;
+    DLTensor bad = s.t;
+    bad.data = NULL;
+    expect_error(pylayout_copy(&bad, &d.t), PYLAYOUT_ERR_INVALID_TENSOR, &d);
+    tens_free(&s);
+    tens_free(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------ convert */
+
+static void check_converted(const DLTensor *src, pylayout_tensor *out, const int64_t *want_strides)
+{
+    const DLTensor *o = NULL;
+    ck_assert_int_eq(pylayout_tensor_dltensor(out, &o), PYLAYOUT_OK);
+    ck_assert_int_eq(o->ndim, src->ndim);
+    for (int d = 0; d < o->ndim; d++) {
+        ck_assert_int_eq(o->shape[d], src->shape[d]);
+        ck_assert_int_eq(o->strides[d], want_strides[d]);
+    }
+    ck_assert_int_eq(o->dtype.code, src->dtype.code);
+    ck_assert_int_eq(o->dtype.bits, src->dtype.bits);
+    ck_assert(same_elements(src, o));
+}
+
+START_TEST(test_convert_formats)
+{
+    unsigned seed = 31;
+    static const int64_t shape4[4] = {2, 5, 6, 7};
+    static const int64_t shape5[5] = {2, 3, 4, 5, 6};
+    static const int64_t shape3[3] = {3, 4, 5};
+    static const int perm4[4] = {3, 1, 0, 2};
+    tens s4, s5, s3;
+    tens_make(&s4, 4, shape4, perm4, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&s5, 5, shape5, NULL, NULL, NULL, NULL, 2, 0, -1, &seed);
+    tens_make(&s3, 3, shape3, NULL, NULL, NULL, NULL, 8, 0, -1, &seed);
+    static const pylayout_format fmts4[] = {PYLAYOUT_FORMAT_CONTIGUOUS, PYLAYOUT_FORMAT_CHANNELS_LAST,
+                                            PYLAYOUT_FORMAT_FORTRAN};
+    for (size_t i = 0; i < 3; i++) {
+        pylayout_tensor *out = NULL;
+        int64_t want[8];
+        ck_assert_int_eq(pylayout_format_strides(4, shape4, fmts4[i], want), PYLAYOUT_OK);
+        ck_assert_int_eq(pylayout_convert(&s4.t, fmts4[i], &out), PYLAYOUT_OK);
+        check_converted(&s4.t, out, want);
+        pylayout_tensor_release(out);
+    }
+    pylayout_tensor *out = NULL;
+    int64_t want[8];
+    ck_assert_int_eq(pylayout_format_strides(5, shape5, PYLAYOUT_FORMAT_CHANNELS_LAST_3D, want), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_convert(&s5.t, PYLAYOUT_FORMAT_CHANNELS_LAST_3D, &out), PYLAYOUT_OK);
+    check_converted(&s5.t, out, want);
+    pylayout_tensor_release(out);
+
+    out = NULL;
+    expect_error(pylayout_convert(&s3.t, PYLAYOUT_FORMAT_CHANNELS_LAST, &out), PYLAYOUT_ERR_FORMAT_RANK, NULL);
+    ck_assert_ptr_null(out);
+    expect_error(pylayout_convert(&s3.t, (pylayout_format)99, &out), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    ck_assert_ptr_null(out);
+    tens_free(&s4);
+    tens_free(&s5);
+    tens_free(&s3);
+}
+END_TEST
+
+START_TEST(test_convert_order)
+{
+    unsigned seed = 32;
+    static const int64_t shape[4] = {3, 8, 9, 10};
+    static const int32_t orders[][4] = {{0, 2, 3, 1}, {3, 2, 1, 0}, {1, 0, 3, 2}, {0, 1, 2, 3}};
+    int sflip[4] = {0, 1, 0, 1};
+    tens s;
+    tens_make(&s, 4, shape, NULL, NULL, sflip, NULL, 1, 3, -1, &seed);
+    for (size_t i = 0; i < 4; i++) {
+        pylayout_tensor *out = NULL;
+        int64_t want[8];
+        ck_assert_int_eq(pylayout_order_strides(4, shape, orders[i], want), PYLAYOUT_OK);
+        ck_assert_int_eq(pylayout_convert_order(&s.t, orders[i], &out), PYLAYOUT_OK);
+        check_converted(&s.t, out, want);
+        pylayout_tensor_release(out);
+    }
+    pylayout_tensor *out = NULL;
+    static const int32_t bad[4] = {0, 0, 1, 2};
+    expect_error(pylayout_convert_order(&s.t, bad, &out), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    ck_assert_ptr_null(out);
+    tens_free(&s);
+}
+END_TEST
+
+/* ------------------------------------------------------- threads/info */
+
+START_TEST(test_threads)
+{
+    int n = 0, saved = 0;
+    ck_assert_int_eq(pylayout_get_num_threads(&saved), PYLAYOUT_OK);
+    ck_assert_int_ge(saved, 1);
+    ck_assert_int_eq(pylayout_set_num_threads(3), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_get_num_threads(&n), PYLAYOUT_OK);
+    bool openmp = false;
+    const char *simd = NULL;
+    ck_assert_int_eq(pylayout_build_info(&openmp, &simd), PYLAYOUT_OK);
+    ck_assert_int_eq(n, openmp ? 3 : 1);
+    expect_error(pylayout_set_num_threads(0), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    expect_error(pylayout_set_num_threads(-4), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    ck_assert_int_eq(pylayout_get_num_threads(&n), PYLAYOUT_OK);
+    ck_assert_int_eq(n, openmp ? 3 : 1);
+    ck_assert_str_eq(pylayout_last_error(), "");
+    expect_error(pylayout_get_num_threads(NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
+}
+END_TEST
+
+START_TEST(test_build_info)
+{
+    bool openmp = false;
+    const char *simd = NULL;
+    ck_assert_int_eq(pylayout_build_info(&openmp, &simd), PYLAYOUT_OK);
+    ck_assert_ptr_nonnull(simd);
+    ck_assert(strcmp(simd, "avx2") == 0 || strcmp(simd, "sse2") == 0 || strcmp(simd, "scalar") == 0);
+#ifdef _OPENMP
+    ck_assert(openmp);
+#endif
+    expect_error(pylayout_build_info(NULL, &simd), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    expect_error(pylayout_build_info(&openmp, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+}
+END_TEST
+
+/* ------------------------------------------------- randomized vs ref */
+
+static unsigned rnd(unsigned *seed, unsigned n) { return (unsigned)rand_r(seed) % n; }
+
+static void shuffle(int *p, int n, unsigned *seed)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rnd(seed, (unsigned)i + 1), t = p[i];
+        p[i] = p[j];
+        p[j] = t;
+    }
+}
+
+/* One random layout pair: ndim 0..6, sizes 0..7 with a few large dims so
+ * tiles, SIMD blocks and the parallel path are reached. */
+static void random_case(unsigned *seed, int big)
+{
+    int ndim = (int)rnd(seed, 7);
+    int64_t shape[8];
+    int sperm[8], dperm[8], ssteps[8], dsteps[8], sflip[8], dflip[8], szero[8];
+    size_t is = (size_t)1 << rnd(seed, 5);
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        shape[d] = rnd(seed, 8);
+        if (rnd(seed, 10) == 0)
+            shape[d] = 0 + (rnd(seed, 20) == 0 ? 0 : 1); /* extra size-1 (and rarely size-0) dims */
+        ssteps[d] = rnd(seed, 4) == 0 ? 1 + (int)rnd(seed, 3) : 1;
+        dsteps[d] = rnd(seed, 6) == 0 ? 2 : 1;
+        sflip[d] = rnd(seed, 5) == 0;
+        dflip[d] = rnd(seed, 6) == 0;
+        szero[d] = rnd(seed, 8) == 0;
+    }
+    if (ndim > 0 && big) { /* one or two large dims */
+        int nbig = 1 + (int)rnd(seed, 2);
+        for (int k = 0; k < nbig; k++)
+            shape[rnd(seed, (unsigned)ndim)] = 8 + rnd(seed, big > 1 ? 700 : 90);
+    }
+    for (int d = 0; d < ndim; d++)
+        numel *= shape[d];
+    if (numel * (int64_t)is > (int64_t)4 << 20) { /* keep each case small */
+        for (int d = 0; d < ndim; d++)
+            if (shape[d] > 7)
+                shape[d] = 7;
+    }
+    shuffle(sperm, ndim, seed);
+    shuffle(dperm, ndim, seed);
+    tens s, d;
+    tens_make(&s, ndim, shape, sperm, ssteps, sflip, szero, is, rnd(seed, 3) * is, -1, seed);
+    tens_make(&d, ndim, shape, dperm, dsteps, dflip, NULL, is, rnd(seed, 2) * is, SENTINEL, seed);
+    check_against_ref(&s.t, &d);
+    tens_free(&s);
+    tens_free(&d);
+}
+
+START_TEST(test_random_vs_reference)
+{
+    int saved = 1;
+    ck_assert_int_eq(pylayout_get_num_threads(&saved), PYLAYOUT_OK);
+    for (int nt = 1; nt <= 2; nt++) {
+        unsigned seed = 20240601u + (unsigned)nt;
+        ck_assert_int_eq(pylayout_set_num_threads(nt), PYLAYOUT_OK);
+        for (int i = 0; i < 3000; i++)
+            random_case(&seed, i % 4 == 0 ? 1 : 0);
+        for (int i = 0; i < 60; i++)
+            random_case(&seed, 2);
+    }
+    ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
+}
+END_TEST
+
+/* --------------------------------------------------------------- main */
+
+static Suite *copy_suite(void)
+{
+    Suite *s = suite_create("copy");
+    struct {
+        const char *name;
+        const TTest *tests[4];
+    } cases[] = {
+        {"identity", {test_identity, test_identity_null_strides}},
+        {"transpose_2d", {test_transpose_2d}},
+        {"permutations", {test_permutations_3d_4d, test_permutations_6d}},
+        {"broadcast", {test_broadcast}},
+        {"negative_strides", {test_negative_strides}},
+        {"byte_offset", {test_byte_offset}},
+        {"size0_size1", {test_size0_size1}},
+        {"errors",
+         {test_error_shape_mismatch, test_error_itemsize_mismatch, test_error_dst_overlaps_itself,
+          test_error_dst_aliases_src}},
+        {"errors_args", {test_error_device, test_error_null_args}},
+        {"convert", {test_convert_formats, test_convert_order}},
+        {"threads_info", {test_threads, test_build_info}},
+        {"random", {test_random_vs_reference}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 300);
+        for (size_t k = 0; k < 4 && cases[i].tests[k] != NULL; k++)
+            tcase_add_test(tc, cases[i].tests[k]);
+        suite_add_tcase(s, tc);
+    }
+    TCase *tc = tcase_create("element_sizes");
+    tcase_add_loop_test(tc, test_element_sizes, 0, 5);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(copy_suite());
+    srunner_set_fork_status(sr, CK_NOFORK); /* libgomp is not fork-safe */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,44 @@
+"""python -m pylayout demo / info / bench run and say what they should."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args, env=None):
+    proc = subprocess.run([sys.executable, "-m", "pylayout", *args], capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_info_reports_build_and_peers():
+    out = run("info")
+    for key in ("version", "dlpack_version", "openmp", "simd", "num_threads", "numpy", "torch"):
+        assert key in out
+
+
+def test_demo_runs_with_torch_and_numpy():
+    pytest.importorskip("torch", reason="the full demo needs torch")
+    pytest.importorskip("numpy", reason="the full demo needs NumPy")
+    out = run("demo")
+    assert "skipped" not in out
+    assert "equal=False" not in out and "=False," not in out.split("dense=")[0].split("read-only")[0]
+    assert "BufferError" in out  # the conjugate-bit refusal is shown
+
+
+def test_demo_without_torch_runs_numpy_parts(tmp_path):
+    pytest.importorskip("numpy", reason="the demo's fallback part needs NumPy")
+    # Hide torch by shadowing it with a module that fails to import.
+    (tmp_path / "torch.py").write_text("raise ImportError('hidden for this test')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = run("demo", env=env)
+    assert "skipped the parts that need torch" in out
+
+
+def test_bench_quick_runs():
+    pytest.importorskip("torch", reason="the benchmark compares against torch")
+    pytest.importorskip("numpy", reason="the benchmark compares against NumPy")
+    out = run("bench", "--quick", "--only", "2-D transpose")
+    assert "| 2-D transpose" in out and "memcpy" in out
