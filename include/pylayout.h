@@ -18,6 +18,10 @@
  *   Copies   (CPU memory; cache-blocked, OpenMP-parallel):
  *       pylayout_copy, pylayout_convert, pylayout_convert_order,
  *       pylayout_set_num_threads, pylayout_get_num_threads
+ *   Complex  (views where memory allows, packing where it does not):
+ *       pylayout_canonical_strides, pylayout_tensor_canonicalize,
+ *       pylayout_view_as_complex, pylayout_view_as_real,
+ *       pylayout_complex_parts, pylayout_pack_complex, pylayout_unpack_complex
  *   Errors:  pylayout_strerror, pylayout_last_error
  *
  * Every function that can fail returns a pylayout_status; results come back
@@ -250,6 +254,55 @@ PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
 /* Describes the build: whether OpenMP is compiled in and which SIMD kernel
  * path was chosen at run time ("avx2", "sse2", "scalar", ...). */
 PYLAYOUT_API pylayout_status pylayout_build_info(bool *openmp_ret, const char **simd_ret);
+
+/* --------------------------------------------------------------- complex */
+/* Complex dtypes pair with real ones of half the bits: complex32 with
+ * float16, complex64 with float32, complex128 with float64. */
+
+/* Writes to strides_ret[0..ndim) t's strides with those of size-1 dims
+ * rewritten to their canonical value: the stride the dim would have if the
+ * dims inside it were laid out compactly (1 for an innermost size-1 dim).
+ * Other strides are copied.  A size-1 dim's stride never changes which
+ * memory a tensor covers, so this is always a valid zero-copy relabelling.
+ * Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
+PYLAYOUT_API pylayout_status pylayout_canonical_strides(const DLTensor *t, int64_t *strides_ret);
+
+/* A zero-copy view of `x` with canonical strides (see above). */
+PYLAYOUT_API pylayout_status pylayout_tensor_canonicalize(pylayout_tensor *x, pylayout_tensor **view_ret);
+
+/* A zero-copy complex view of a real tensor `x` whose last dim has size 2
+ * and stride 1, whose first element is aligned to the complex element size,
+ * and whose other dims of size > 1 have even strides (in any order: sliced,
+ * transposed, channels_last).  The view drops the last dim and halves the
+ * other strides (C division, as torch.view_as_complex does, so size-1 and
+ * empty dims may have any stride).  Metadata only: works on any device.
+ * Returns OK, INVALID_ARGUMENT, UNSUPPORTED_DTYPE (not float16/32/64),
+ * SHAPE_MISMATCH (last dim not of size 2), NOT_VIEWABLE (the strides or
+ * alignment forbid a view; pylayout_last_error() names the dim) or NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_view_as_complex(pylayout_tensor *x, pylayout_tensor **view_ret);
+
+/* A zero-copy real view of a complex tensor `z`: a trailing dim of size 2
+ * (stride 1) is appended and the other strides doubled.  Any device.
+ * Returns OK, INVALID_ARGUMENT, UNSUPPORTED_DTYPE or NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_view_as_real(pylayout_tensor *z, pylayout_tensor **view_ret);
+
+/* Zero-copy strided real views of the real and imaginary parts of `z`
+ * (strides doubled, the imaginary part one real element further).
+ * Release both.  Returns as pylayout_view_as_real. */
+PYLAYOUT_API pylayout_status pylayout_complex_parts(pylayout_tensor *z, pylayout_tensor **re_ret,
+                                                    pylayout_tensor **im_ret);
+
+/* Interleaves planar `re` and `im` into the complex tensor `out`:
+ * out = re + i*im.  All three have the same shape; re and im have the real
+ * dtype matching out's complex dtype and may broadcast (stride 0); out must
+ * not overlap itself or the inputs.  Parallel.  CPU memory only.  On error
+ * nothing is written.  Returns OK, INVALID_ARGUMENT, INVALID_TENSOR,
+ * UNSUPPORTED_DTYPE, UNSUPPORTED_DEVICE, SHAPE_MISMATCH, OVERLAP, NO_MEMORY. */
+PYLAYOUT_API pylayout_status pylayout_pack_complex(const DLTensor *re, const DLTensor *im, DLTensor *out);
+
+/* The inverse: copies the real and imaginary parts of `z` into the planar
+ * tensors `re` and `im` (any strides).  Statuses as pylayout_pack_complex. */
+PYLAYOUT_API pylayout_status pylayout_unpack_complex(const DLTensor *z, DLTensor *re, DLTensor *im);
 
 #ifdef __cplusplus
 }

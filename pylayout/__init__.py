@@ -34,6 +34,7 @@ __all__ = [
     "DLPACK_VERSION",
     "Tensor",
     "__version__",
+    "canonicalize",
     "contiguous",
     "copy_into",
     "empty",
@@ -42,9 +43,13 @@ __all__ = [
     "info",
     "is_contiguous",
     "is_dense",
+    "pack_complex",
     "set_num_threads",
     "suggest_format",
     "to_order",
+    "unpack_complex",
+    "view_as_complex",
+    "view_as_real",
 ]
 
 FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
@@ -56,6 +61,8 @@ def _like(x, result):
         return result
     np = _sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray):
+        if result.dtype == "complex32":  # NumPy has no complex32: keep pylayout's view
+            return result
         return np.from_dlpack(result)
     torch = _sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
@@ -111,6 +118,92 @@ def copy_into(dst, src):
     6.0
     """
     return _core.copy_into(dst, src)
+
+
+def view_as_complex(x, *, copy=None):
+    """View a real tensor whose last dim holds (real, imag) as complex, zero-copy.
+
+    The view exists whenever memory allows it: the last dim has size 2 and
+    stride 1, the first element is aligned to the complex size, and every
+    other dim of size > 1 has an even stride, in any order (transposed,
+    channels_last, sliced).  Strides of size-1 and empty dims do not matter,
+    unlike ``torch.view_as_complex`` (which refused size-1 dims with odd
+    strides before torch 2.13 and still refuses empty tensors).
+
+    ``copy=None`` packs a new complex tensor when no view exists,
+    ``copy=False`` raises ValueError naming the dim and stride that forbid it,
+    ``copy=True`` always copies.  float16 pairs with complex32, float32 with
+    complex64, float64 with complex128; a float16 NumPy array gives a
+    pylayout.Tensor (NumPy has no complex32).
+
+    >>> import numpy as np, pylayout as pl
+    >>> x = np.arange(8, dtype=np.float32).reshape(2, 2, 2)[:, :1]   # odd stride on a size-1 dim
+    >>> z = pl.view_as_complex(x)
+    >>> z.dtype, z.shape, z.ctypes.data == x.ctypes.data
+    (dtype('complex64'), (2, 1), True)
+    >>> pl.view_as_complex(np.zeros((3, 2))[::1, ::-1], copy=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: dim 1 (real, imag) has stride -1; ...
+    """
+    return _like(x, _core.view_as_complex(x, copy=copy))
+
+
+def view_as_real(z):
+    """View a complex tensor as real with a trailing (real, imag) dim of size 2, zero-copy.
+
+    >>> import numpy as np, pylayout as pl
+    >>> r = pl.view_as_real(np.array([1 + 2j, 3 - 4j], dtype=np.complex64))
+    >>> r.tolist()
+    [[1.0, 2.0], [3.0, -4.0]]
+    """
+    return _like(z, _core.view_as_real(z))
+
+
+def pack_complex(re, im, *, out=None):
+    """Interleave planar real and imaginary parts into a complex tensor: re + 1j*im.
+
+    `re` and `im` share a shape and a real dtype and may be broadcast views
+    (stride 0).  The result is a new contiguous complex tensor of the same
+    kind as `re`, or `out` (any strides) when given.  Parallel.
+
+    >>> import numpy as np, pylayout as pl
+    >>> pl.pack_complex(np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist()
+    [(1+3j), (2+4j)]
+    """
+    result = _core.pack_complex(re, im, out=out)
+    return result if out is not None else _like(re, result)
+
+
+def unpack_complex(z, *, copy=True):
+    """Split a complex tensor into planar (real, imag) tensors.
+
+    ``copy=True`` returns two new contiguous tensors; ``copy=False`` returns
+    zero-copy strided views into `z` (stride 2 in real elements).
+
+    >>> import numpy as np, pylayout as pl
+    >>> re, im = pl.unpack_complex(np.array([1 + 2j, 3 - 4j]))
+    >>> re.tolist(), im.tolist()
+    ([1.0, 3.0], [2.0, -4.0])
+    """
+    re, im = _core.unpack_complex(z, copy=copy)
+    return _like(z, re), _like(z, im)
+
+
+def canonicalize(x):
+    """Zero-copy view of `x` whose size-1 dims carry canonical strides.
+
+    A size-1 dim's stride never matters for which memory a tensor covers,
+    but it trips code that checks strides (such as torch < 2.13's
+    view_as_complex).  The canonical stride is the one a compact layout of
+    the inner dims gives.
+
+    >>> import numpy as np, pylayout as pl
+    >>> x = np.zeros((4, 2, 1), dtype=np.float32).transpose(0, 2, 1)
+    >>> x.strides, pl.canonicalize(x).strides
+    ((8, 4, 4), (8, 8, 4))
+    """
+    return _like(x, _core.canonicalize(x))
 
 
 def info() -> dict:

@@ -1315,6 +1315,192 @@ done:
     return res;
 }
 
+/* ---------------------------------------------------------------- complex */
+
+static PyObject *mod_view_as_complex(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "copy", NULL};
+    PyObject *x, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:view_as_complex", kwlist, &x, &copy))
+        return NULL;
+    int want_copy = copy == Py_None ? -1 : PyObject_IsTrue(copy); /* -1: copy only if needed */
+    if (copy != Py_None && want_copy < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    PyObject *in = import_tensor(state, x, Py_None);
+    if (!in)
+        return NULL;
+    pylayout_tensor *view = NULL, *packed = NULL;
+    pylayout_status st = PYLAYOUT_ERR_NOT_VIEWABLE;
+    if (want_copy != 1)
+        st = pylayout_view_as_complex(((TensorObject *)in)->tensor, &view);
+    if (st == PYLAYOUT_ERR_NOT_VIEWABLE && want_copy != 0) {
+        /* Pack: a contiguous copy always admits the view. */
+        const DLTensor *dl = ((TensorObject *)in)->dl;
+        if (check_host(dl, "the input") < 0)
+            goto done;
+        Py_BEGIN_ALLOW_THREADS
+        st = pylayout_convert(dl, PYLAYOUT_FORMAT_CONTIGUOUS, &packed);
+        Py_END_ALLOW_THREADS
+        if (st == PYLAYOUT_OK)
+            st = pylayout_view_as_complex(packed, &view);
+        pylayout_tensor_release(packed);
+    }
+done:
+    Py_DECREF(in);
+    if (PyErr_Occurred())
+        return NULL;
+    if (st != PYLAYOUT_OK)
+        return raise_status(st);
+    return export_like(state, x, view);
+}
+
+/* Shared by view_as_real and canonicalize: a zero-copy view made by `fn`. */
+static PyObject *zero_copy_view(PyObject *module, PyObject *x,
+                                pylayout_status (*fn)(pylayout_tensor *, pylayout_tensor **))
+{
+    core_state *state = get_state(module);
+    PyObject *in = import_tensor(state, x, Py_None);
+    if (!in)
+        return NULL;
+    pylayout_tensor *view;
+    pylayout_status st = fn(((TensorObject *)in)->tensor, &view);
+    Py_DECREF(in);
+    if (st != PYLAYOUT_OK)
+        return raise_status(st);
+    return export_like(state, x, view);
+}
+
+static PyObject *mod_view_as_real(PyObject *module, PyObject *z)
+{
+    return zero_copy_view(module, z, pylayout_view_as_real);
+}
+
+static PyObject *mod_canonicalize(PyObject *module, PyObject *x)
+{
+    return zero_copy_view(module, x, pylayout_tensor_canonicalize);
+}
+
+static PyObject *mod_pack_complex(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"re", "im", "out", NULL};
+    PyObject *re_obj, *im_obj, *out_obj = Py_None, *keep_re = NULL, *keep_im = NULL, *out = NULL, *res = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:pack_complex", kwlist, &re_obj, &im_obj, &out_obj))
+        return NULL;
+    core_state *state = get_state(module);
+    DLTensor s_re, s_im;
+    const DLTensor *re = peek_dltensor(state, re_obj, true, &s_re, &keep_re);
+    const DLTensor *im = re ? peek_dltensor(state, im_obj, true, &s_im, &keep_im) : NULL;
+    pylayout_tensor *fresh = NULL;
+    pylayout_status st;
+    if (!re || !im)
+        goto done;
+    if (out_obj == Py_None) {
+        DLDataType ct = {kDLComplex, (uint8_t)(re->dtype.bits * 2), 1};
+        if (re->dtype.code != kDLFloat || re->dtype.lanes != 1 || re->dtype.bits > 64) {
+            PyErr_Format(PyExc_BufferError, "re must be float16, float32 or float64, got %s",
+                         dtype_name(re->dtype) ? dtype_name(re->dtype) : "an unsupported dtype");
+            goto done;
+        }
+        if (check_host(re, "re") < 0)
+            goto done;
+        st = pylayout_tensor_empty(re->ndim, re->shape, ct, PYLAYOUT_FORMAT_CONTIGUOUS, &fresh);
+        if (st != PYLAYOUT_OK) {
+            raise_status(st);
+            goto done;
+        }
+        out = wrap_tensor(state, fresh);
+        if (!out)
+            goto done;
+        pylayout_tensor_retain(fresh); /* export_like below takes one reference */
+    } else {
+        out = import_tensor(state, out_obj, Py_None);
+        if (!out)
+            goto done;
+        if (((TensorObject *)out)->flags & PYLAYOUT_FLAG_READ_ONLY) {
+            PyErr_SetString(PyExc_ValueError, "out is read-only: its producer did not hand it over for writing");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = pylayout_pack_complex(re, im, (DLTensor *)((TensorObject *)out)->dl);
+    Py_END_ALLOW_THREADS
+    if (st != PYLAYOUT_OK) {
+        raise_status(st);
+        goto done;
+    }
+    if (fresh) {
+        res = export_like(state, re_obj, fresh);
+        fresh = NULL;
+    } else {
+        res = Py_NewRef(out_obj);
+    }
+done:
+    if (fresh && out) /* error after the extra retain */
+        pylayout_tensor_release(fresh);
+    Py_XDECREF(out);
+    Py_XDECREF(keep_re);
+    Py_XDECREF(keep_im);
+    return res;
+}
+
+static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"z", "copy", NULL};
+    PyObject *z_obj, *copy = Py_True;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:unpack_complex", kwlist, &z_obj, &copy))
+        return NULL;
+    int want_copy = PyObject_IsTrue(copy);
+    if (want_copy < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    PyObject *zin = import_tensor(state, z_obj, Py_None);
+    if (!zin)
+        return NULL;
+    pylayout_tensor *re = NULL, *im = NULL;
+    const DLTensor *z = ((TensorObject *)zin)->dl;
+    pylayout_status st;
+    if (!want_copy) {
+        st = pylayout_complex_parts(((TensorObject *)zin)->tensor, &re, &im);
+    } else {
+        DLDataType rt = {kDLFloat, (uint8_t)(z->dtype.bits / 2), 1};
+        if (z->dtype.code != kDLComplex) {
+            Py_DECREF(zin);
+            PyErr_Format(PyExc_BufferError, "z must be complex32, complex64 or complex128, got %s",
+                         dtype_name(z->dtype) ? dtype_name(z->dtype) : "an unsupported dtype");
+            return NULL;
+        }
+        if (check_host(z, "z") < 0) {
+            Py_DECREF(zin);
+            return NULL;
+        }
+        st = pylayout_tensor_empty(z->ndim, z->shape, rt, PYLAYOUT_FORMAT_CONTIGUOUS, &re);
+        if (st == PYLAYOUT_OK)
+            st = pylayout_tensor_empty(z->ndim, z->shape, rt, PYLAYOUT_FORMAT_CONTIGUOUS, &im);
+        if (st == PYLAYOUT_OK) {
+            const DLTensor *dre, *dim;
+            pylayout_tensor_dltensor(re, &dre);
+            pylayout_tensor_dltensor(im, &dim);
+            Py_BEGIN_ALLOW_THREADS
+            st = pylayout_unpack_complex(z, (DLTensor *)dre, (DLTensor *)dim);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    Py_DECREF(zin);
+    if (st != PYLAYOUT_OK) {
+        pylayout_tensor_release(re);
+        pylayout_tensor_release(im);
+        return raise_status(st);
+    }
+    PyObject *a = export_like(state, z_obj, re);
+    PyObject *b = a ? export_like(state, z_obj, im) : (pylayout_tensor_release(im), NULL);
+    if (!b) {
+        Py_XDECREF(a);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", a, b);
+}
+
 static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
 {
     (void)module;
@@ -1386,6 +1572,11 @@ static PyMethodDef module_methods[] = {
     {"contiguous", (PyCFunction)(void (*)(void))mod_convert, METH_VARARGS | METH_KEYWORDS, NULL},
     {"to_order", (PyCFunction)(void (*)(void))mod_to_order, METH_VARARGS | METH_KEYWORDS, NULL},
     {"copy_into", (PyCFunction)(void (*)(void))mod_copy_into, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"view_as_complex", (PyCFunction)(void (*)(void))mod_view_as_complex, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"view_as_real", mod_view_as_real, METH_O, NULL},
+    {"canonicalize", mod_canonicalize, METH_O, NULL},
+    {"pack_complex", (PyCFunction)(void (*)(void))mod_pack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"unpack_complex", (PyCFunction)(void (*)(void))mod_unpack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
     {"set_num_threads", mod_set_num_threads, METH_O, NULL},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, NULL},
     {"build_info", mod_build_info, METH_NOARGS, NULL},

@@ -174,6 +174,7 @@ static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * in L1 even for power-of-two leading dimensions (tools/bench_copy.c). */
 static int64_t pl_transpose_tile(size_t itemsize)
 {
+    if (getenv("PLT")) return atoi(getenv("PLT")) / (int64_t)itemsize; /* TEMP tuning */
     switch (itemsize) {
     case 1: return 128;
     case 2: return 64;

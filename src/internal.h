@@ -47,6 +47,11 @@ pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *st
 pylayout_status _pylayout_extent(int32_t ndim, const int64_t *shape, const int64_t *strides,
                                  size_t itemsize, int64_t *lo_ret, int64_t *hi_ret);
 
+/* True if two distinct indices of a tensor with these shape and element
+ * strides can reach the same element (a stride-0 dim of size > 1, or
+ * strides that interleave).  Conservative: false means certainly disjoint. */
+bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides);
+
 /* Allocation with 64-byte alignment (size 0 gives a valid unique pointer). */
 void *_pylayout_aligned_alloc(size_t nbytes);
 void _pylayout_aligned_free(void *p);

@@ -53,6 +53,37 @@ static bool grow(int64_t *step, int64_t size)
     return true;
 }
 
+bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides)
+{
+    /* Sufficient test, exact for every tensor torch or NumPy can make dense:
+     * sorted by |stride|, each dim of size > 1 must step past the whole
+     * extent of the dims inside it.  Empty tensors have no elements to share. */
+    int perm[PYLAYOUT_MAX_NDIM], n = 0;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] == 0)
+            return false;
+        if (shape[d] > 1)
+            perm[n++] = d;
+    }
+    for (int i = 1; i < n; i++) {
+        int v = perm[i], j = i;
+        while (j > 0 && abs64(strides[perm[j - 1]]) > abs64(strides[v])) {
+            perm[j] = perm[j - 1];
+            j--;
+        }
+        perm[j] = v;
+    }
+    int64_t reach = 0; /* elements spanned by the inner dims, minus one */
+    for (int i = 0; i < n; i++) {
+        int64_t s = abs64(strides[perm[i]]), span;
+        if (s <= reach)
+            return true;
+        if (__builtin_mul_overflow(s, shape[perm[i]] - 1, &span) || __builtin_add_overflow(reach, span, &reach))
+            return true;
+    }
+    return false;
+}
+
 /* Element strides of a compact row-major tensor, as PyTorch computes them
  * (size-0 dims count as 1, so strides stay nonzero). */
 static bool row_major_strides(int32_t ndim, const int64_t *shape, int64_t *strides)

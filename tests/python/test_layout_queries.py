@@ -1,0 +1,303 @@
+"""Layout queries (is_contiguous, suggest_format, is_dense) against torch and NumPy.
+
+N_LAYOUTS seeded layouts from conftest.torch_layouts (random shapes up to 6-D
+with size-0/size-1 dims, permutations, stepped slices, expands, arbitrary
+as_strided strides, channels_last / channels_last_3d, and the ambiguous
+C == 1, H == W == 1, N111 cases).  Every query is asked through three routes:
+the torch tensor itself (C exchange API, metadata peek), a pylayout.Tensor
+imported from it, and (where NumPy can hold it) a NumPy array of the same
+memory.
+
+Oracles for suggest_format:
+  * torch._prims_common.suggest_memory_format (Python);
+  * c10's Tensor::suggest_memory_format (C++), observed through
+    upsample_nearest{2d,3d}, whose output is allocated in
+    input.suggest_memory_format() (not defined for inputs with a size-0
+    spatial or channel dim; those layouts use the Python oracle only);
+  * torch.empty_like(x) (preserve_format) for non-dense x.  In torch 2.13 it
+    does NOT use suggest_memory_format for non-dense strided inputs but
+    infer_dense_strides (it keeps x's stride permutation), so it disagrees
+    with both suggest oracles on many layouts; test_empty_like_oracle records
+    that disagreement (a warning with counts and examples) rather than holding
+    pylayout to it.
+"""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import pylayout as pl
+from conftest import torch_layouts
+
+N_LAYOUTS = 12000
+SEED = 20240611
+
+TORCH_FORMATS = ("contiguous", "channels_last", "channels_last_3d")
+
+
+@pytest.fixture(scope="module")
+def layouts(torch):
+    return torch_layouts(torch, N_LAYOUTS, SEED)
+
+
+@pytest.fixture(scope="module")
+def fmt_objs(torch):
+    return {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last,
+            "channels_last_3d": torch.channels_last_3d}
+
+
+def _report(bad, what):
+    assert not bad, f"{len(bad)} layouts where {what}; first ones:\n" + "\n".join(map(str, bad[:12]))
+
+
+def test_generator_covers_the_cases(torch, layouts):
+    """The generated set really contains the layouts the queries must get right."""
+    descs = [d for d, _ in layouts]
+    shapes = [tuple(x.shape) for _, x in layouts]
+    assert len(layouts) >= 10000
+    assert sum(1 for s in shapes if 0 in s) > 300, "size-0 dims"
+    assert sum(1 for s in shapes if len(s) == 0) > 50, "0-d tensors"
+    assert sum(1 for s in shapes if len(s) == 6) > 200, "6-D tensors"
+    assert sum(1 for _, x in layouts if 0 in x.stride() and x.numel() > 1) > 300, "expanded (stride 0)"
+    assert sum(1 for _, x in layouts if x.storage_offset() > 0) > 1000, "storage offsets"
+    assert sum(1 for _, x in layouts if x.ndim == 4 and x.is_contiguous(memory_format=torch.channels_last)
+               and not x.is_contiguous()) > 300, "channels_last"
+    assert sum(1 for d in descs if "ambiguous:N111" in d) > 200
+    assert sum(1 for d in descs if "ambiguous:C1" in d) > 100
+    assert sum(1 for d in descs if "ambiguous:HW1" in d) > 100
+
+
+def test_is_contiguous_matches_torch(torch, layouts, fmt_objs):
+    bad = []
+    for desc, x in layouts:
+        t = pl.from_dlpack(x)
+        for name, obj in fmt_objs.items():
+            want = x.is_contiguous(memory_format=obj)
+            got = (pl.is_contiguous(x, name), pl.is_contiguous(x, obj), pl.is_contiguous(t, name),
+                   pl.is_contiguous(t, obj))
+            if any(g is not want for g in got):
+                bad.append((desc, name, "torch", want, "pylayout(x,str), (x,obj), (t,str), (t,obj)", got))
+        want = x.is_contiguous()
+        if pl.is_contiguous(x) is not want or pl.is_contiguous(t) is not want:
+            bad.append((desc, "default format", want))
+    _report(bad, "pylayout.is_contiguous differs from torch.Tensor.is_contiguous(memory_format=...)")
+
+
+def test_channels_last_on_wrong_rank_is_false_like_torch(torch):
+    # torch answers False (no error) for channels_last on non-4-D and channels_last_3d on non-5-D.
+    for shape in [(), (3,), (2, 3), (2, 3, 4), (2, 3, 4, 5, 6), (1, 1, 1, 1, 1, 1)]:
+        x = torch.zeros(shape)
+        assert x.is_contiguous(memory_format=torch.channels_last) is False
+        assert pl.is_contiguous(x, "channels_last") is False
+        assert pl.is_contiguous(x, torch.channels_last) is False
+    for shape in [(), (3,), (2, 3), (2, 3, 4), (2, 3, 4, 5), (1, 1, 1, 1), (1, 1, 1, 1, 1, 1)]:
+        x = torch.zeros(shape)
+        assert x.is_contiguous(memory_format=torch.channels_last_3d) is False
+        assert pl.is_contiguous(x, "channels_last_3d") is False
+        assert pl.is_contiguous(x, torch.channels_last_3d) is False
+
+
+def test_c_and_fortran_match_numpy_flags(torch, np, layouts):
+    bad = []
+    checked = 0
+    for desc, x in layouts:
+        a = x.numpy()  # same memory, same strides (bytes)
+        checked += 1
+        t = pl.from_dlpack(a)
+        got_f = (pl.is_contiguous(a, "fortran"), pl.is_contiguous(a, "F"), pl.is_contiguous(t, "fortran"),
+                 pl.is_contiguous(x, "fortran"))
+        if any(g is not bool(a.flags.f_contiguous) for g in got_f):
+            bad.append((desc, "fortran", bool(a.flags.f_contiguous), got_f))
+        got_c = (pl.is_contiguous(a), pl.is_contiguous(a, "C"), pl.is_contiguous(t, "contiguous"))
+        if any(g is not bool(a.flags.c_contiguous) for g in got_c):
+            bad.append((desc, "C", bool(a.flags.c_contiguous), got_c))
+    assert checked >= 10000
+    _report(bad, "pylayout's C/fortran answer differs from NumPy's flags")
+
+
+def test_numpy_negative_strides_and_fortran(np):
+    rng = np.random.default_rng(7)
+    bad = []
+    for i in range(2000):
+        ndim = int(rng.integers(0, 6))
+        shape = tuple(int(s) for s in rng.choice([0, 1, 1, 2, 3, 4], size=ndim))
+        base = np.empty(shape, dtype=np.int16, order="F" if rng.random() < 0.5 else "C")
+        idx = tuple(slice(None, None, int(rng.choice([1, -1, 2, -2]))) for _ in range(ndim))
+        a = base[idx] if ndim else base
+        if ndim > 1 and rng.random() < 0.5:
+            a = a.transpose(rng.permutation(ndim))
+        got = (pl.is_contiguous(a), pl.is_contiguous(a, "fortran"))
+        want = (bool(a.flags.c_contiguous), bool(a.flags.f_contiguous))
+        if got != want:
+            bad.append((shape, a.strides, want, got))
+    _report(bad, "pylayout's C/fortran answer differs from NumPy's flags (negative strides)")
+
+
+def _cpp_suggest(torch, x, fmt_objs):
+    """Formats whose dense strides equal those c10's suggest_memory_format picks, or None."""
+    if x.ndim == 4:
+        op = torch._C._nn.upsample_nearest2d
+        names = ("contiguous", "channels_last")
+    elif x.ndim == 5:
+        op = torch._C._nn.upsample_nearest3d
+        names = ("contiguous", "channels_last_3d")
+    else:
+        return {"contiguous"}  # suggest_memory_format is contiguous for every other rank
+    try:
+        y = op(x, list(x.shape[2:]))
+    except RuntimeError:
+        return None  # size-0 input: the op refuses it
+    return {n for n in names if torch.empty(x.shape, memory_format=fmt_objs[n]).stride() == y.stride()}
+
+
+def test_suggest_format_matches_torch(torch, layouts, fmt_objs):
+    from torch._prims_common import suggest_memory_format
+
+    names = {v: k for k, v in fmt_objs.items()}
+    bad = []
+    cpp_checked = 0
+    for desc, x in layouts:
+        got = pl.suggest_format(x)
+        got_t = pl.suggest_format(pl.from_dlpack(x))
+        py = names[suggest_memory_format(x)]
+        if got != py or got_t != py:
+            bad.append((desc, "python oracle", py, "pylayout", got, got_t))
+        cpp = _cpp_suggest(torch, x, fmt_objs)
+        if cpp is not None:
+            cpp_checked += 1
+            if got not in cpp:
+                bad.append((desc, "c10 oracle (upsample)", cpp, "pylayout", got))
+    assert cpp_checked > 0.8 * len(layouts)
+    _report(bad, "pylayout.suggest_format differs from torch's suggest_memory_format")
+
+
+def test_suggest_format_numpy_input(torch, np, layouts):
+    from torch._prims_common import suggest_memory_format
+
+    bad = []
+    for desc, x in layouts[:3000]:
+        want = str(suggest_memory_format(x)).replace("torch.", "").replace("contiguous_format", "contiguous")
+        got = pl.suggest_format(x.numpy())
+        if got != want:
+            bad.append((desc, want, got))
+    _report(bad, "pylayout.suggest_format(ndarray) differs from torch on the same memory")
+
+
+def _empty_like_format(torch, x, fmt_objs):
+    y = torch.empty_like(x)
+    names = ["contiguous"] + (["channels_last"] if x.ndim == 4 else []) + (["channels_last_3d"] if x.ndim == 5 else [])
+    match = {n for n in names if torch.empty(x.shape, memory_format=fmt_objs[n]).stride() == y.stride()}
+    return y, match
+
+
+def test_is_dense_matches_empty_like(torch, layouts):
+    """empty_like(x) keeps x's strides exactly iff x is non-overlapping and dense (c10)."""
+    bad = []
+    for desc, x in layouts:
+        if x.numel() == 0:
+            continue  # test_is_dense_empty_tensors
+        want = torch.empty_like(x).stride() == x.stride()
+        got = pl.is_dense(x)
+        if got is not want:
+            bad.append((desc, "torch dense", want, "pylayout", got))
+    _report(bad, "pylayout.is_dense differs from torch's is_non_overlapping_and_dense")
+
+
+def test_is_dense_empty_tensors(torch, layouts):
+    """Empty tensors are dense, whatever their strides (pylayout.h says so, and c10 agrees:
+    is_non_overlapping_and_dense is true whenever is_contiguous is, and every empty tensor is
+    contiguous, so empty_like keeps their strides).
+
+    BUG (src/layout.c, pylayout_is_dense): no numel == 0 shortcut, so e.g.
+    pylayout.is_dense(torch.empty(0, 3)[:, ::2]) is False (strides (3, 2)).  Left failing.
+    """
+    bad = []
+    n = 0
+    for desc, x in layouts:
+        if x.numel() != 0:
+            continue
+        n += 1
+        assert torch.empty_like(x).stride() == x.stride()  # torch: dense
+        if pl.is_dense(x) is not True:
+            bad.append(desc)
+    assert n > 300
+    _report(bad, "pylayout.is_dense is False for an empty tensor (torch and pylayout.h: dense)")
+
+
+def test_empty_like_oracle(torch, layouts, fmt_objs):
+    """For non-dense x, compare pylayout.suggest_format with the format of torch.empty_like(x).
+
+    Records (as a warning) how often torch's own oracles disagree: empty_like uses
+    infer_dense_strides, suggest_memory_format a stride-ordering test.  pylayout must
+    agree with empty_like wherever the two torch oracles agree with each other.
+    """
+    from torch._prims_common import suggest_memory_format
+
+    names = {v: k for k, v in fmt_objs.items()}
+    non_dense = disagree = 0
+    examples = []
+    bad = []
+    for desc, x in layouts:
+        y, match = _empty_like_format(torch, x, fmt_objs)
+        if y.stride() == x.stride():
+            continue  # dense: empty_like kept the strides, nothing to learn
+        non_dense += 1
+        py = names[suggest_memory_format(x)]
+        got = pl.suggest_format(x)
+        if py not in match:
+            disagree += 1
+            if len(examples) < 5:
+                examples.append(f"{desc}: empty_like strides {y.stride()} ({sorted(match) or 'no named format'}),"
+                                f" suggest_memory_format {py}")
+            continue
+        if got not in match:
+            bad.append((desc, "empty_like", match, "pylayout", got))
+    assert non_dense > 2000
+    if disagree:
+        warnings.warn(
+            f"torch oracles disagree on {disagree} of {non_dense} non-dense layouts: torch.empty_like "
+            f"(preserve_format) keeps the input's stride order (infer_dense_strides) instead of using "
+            f"suggest_memory_format; pylayout follows suggest_memory_format. Examples: " + " | ".join(examples),
+            stacklevel=1,
+        )
+    _report(bad, "pylayout.suggest_format differs from torch.empty_like where torch's oracles agree")
+
+
+def test_format_argument_forms(torch):
+    x = torch.empty(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    assert pl.is_contiguous(x, torch.channels_last) is True
+    assert pl.is_contiguous(x, "channels_last") is True
+    assert pl.is_contiguous(x, format="channels_last") is True
+    assert pl.is_contiguous(x, torch.contiguous_format) is False
+    assert pl.is_contiguous(x, "C") is False
+    for bad in ("nchw", "NHWC", "", "channels-last", torch.preserve_format, 3):
+        with pytest.raises(ValueError):
+            pl.is_contiguous(x, bad)
+
+
+def test_hand_picked_ambiguous_cases(torch):
+    cl = torch.channels_last
+    cases = [
+        torch.empty(2, 1, 3, 3),  # C == 1
+        torch.empty(2, 1, 3, 3, memory_format=cl),
+        torch.empty(2, 3, 1, 1),  # H == W == 1
+        torch.empty(2, 3, 1, 1, memory_format=cl),
+        torch.empty(4, 1, 1, 1),  # N111
+        torch.empty(4, 1, 1, 1, memory_format=cl),
+        torch.empty(4, 5).as_strided((4, 1, 1, 1), (5, 5, 5, 5)),  # N11W sliced on W
+        torch.empty(1, 3, 1, 4).transpose(1, 3),
+        torch.empty(3, 1, 5, 1).as_strided((3, 1, 5, 1), (5, 1, 1, 1)),
+        torch.empty(2, 1, 1, 1, 1, memory_format=torch.channels_last_3d),
+        torch.empty(2, 3, 1, 1, 1, memory_format=torch.channels_last_3d),
+        torch.empty(0, 3, 4, 5, memory_format=cl),
+        torch.empty(2, 3, 4, 5).expand(2, 3, 4, 5)[:, :1].expand(2, 3, 4, 5),  # stride(1) == 0
+    ]
+    from torch._prims_common import suggest_memory_format
+
+    for x in cases:
+        for name, f in (("contiguous", torch.contiguous_format), ("channels_last", cl),
+                        ("channels_last_3d", torch.channels_last_3d)):
+            assert pl.is_contiguous(x, name) is x.is_contiguous(memory_format=f), (x.shape, x.stride(), name)
+        want = str(suggest_memory_format(x)).replace("torch.", "").replace("contiguous_format", "contiguous")
+        assert pl.suggest_format(x) == want, (x.shape, x.stride())
