@@ -17,6 +17,8 @@ from __future__ import annotations
 import sys as _sys
 
 from . import _core
+from ._explain import explain, layout
+from ._guards import LayoutError, LayoutWarning, require, requires
 from ._core import (
     DLPACK_VERSION,
     Tensor,
@@ -32,18 +34,24 @@ from ._core import (
 
 __all__ = [
     "DLPACK_VERSION",
+    "LayoutError",
+    "LayoutWarning",
     "Tensor",
     "__version__",
     "canonicalize",
     "contiguous",
     "copy_into",
     "empty",
+    "explain",
     "from_dlpack",
     "get_num_threads",
     "info",
     "is_contiguous",
     "is_dense",
+    "layout",
     "pack_complex",
+    "require",
+    "requires",
     "set_num_threads",
     "suggest_format",
     "to_order",
@@ -53,6 +61,21 @@ __all__ = [
 ]
 
 FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
+
+
+def _autograd(*xs):
+    """pylayout.torch when any of `xs` is a torch tensor that needs autograd
+    (or torch.compile is tracing), else None: those go through custom ops
+    and torch view ops that keep the graph."""
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        return None
+    for x in xs:
+        if isinstance(x, torch.Tensor) and (x.requires_grad or torch.compiler.is_compiling()):
+            from . import torch as pltorch
+
+            return pltorch
+    return None
 
 
 def _like(x, result):
@@ -86,6 +109,9 @@ def contiguous(x, format="contiguous"):
     >>> pl.contiguous(c) is c
     True
     """
+    route = _autograd(x)
+    if route:
+        return route.contiguous(x, format)
     return _like(x, _core.contiguous(x, format))
 
 
@@ -101,6 +127,9 @@ def to_order(x, order):
     >>> pl.to_order(a, (2, 0, 1)).strides     # dim 2 outermost, dim 1 innermost
     (6, 2, 12)
     """
+    route = _autograd(x)
+    if route:
+        return route.to_order(x, order)
     return _like(x, _core.to_order(x, order))
 
 
@@ -146,6 +175,9 @@ def view_as_complex(x, *, copy=None):
     ...
     ValueError: dim 1 (real, imag) has stride -1; ...
     """
+    route = _autograd(x)
+    if route:
+        return route.view_as_complex(x, copy=copy)
     return _like(x, _core.view_as_complex(x, copy=copy))
 
 
@@ -157,6 +189,9 @@ def view_as_real(z):
     >>> r.tolist()
     [[1.0, 2.0], [3.0, -4.0]]
     """
+    route = _autograd(z)
+    if route:
+        return route.view_as_real(z)
     return _like(z, _core.view_as_real(z))
 
 
@@ -171,6 +206,9 @@ def pack_complex(re, im, *, out=None):
     >>> pl.pack_complex(np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist()
     [(1+3j), (2+4j)]
     """
+    route = _autograd(re, im) if out is None else None
+    if route:
+        return route.pack_complex(re, im)
     result = _core.pack_complex(re, im, out=out)
     return result if out is not None else _like(re, result)
 
@@ -186,6 +224,9 @@ def unpack_complex(z, *, copy=True):
     >>> re.tolist(), im.tolist()
     ([1.0, 3.0], [2.0, -4.0])
     """
+    route = _autograd(z)
+    if route:
+        return route.unpack_complex(z, copy=copy)
     re, im = _core.unpack_complex(z, copy=copy)
     return _like(z, re), _like(z, im)
 
@@ -203,6 +244,9 @@ def canonicalize(x):
     >>> x.strides, pl.canonicalize(x).strides
     ((8, 4, 4), (8, 8, 4))
     """
+    route = _autograd(x)
+    if route:
+        return route.canonicalize(x)
     return _like(x, _core.canonicalize(x))
 
 
