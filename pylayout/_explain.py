@@ -1,0 +1,738 @@
+"""Readable explanations of a tensor's memory layout: ``explain`` and ``layout``.
+
+``explain(x)`` returns plain text: shape, dtype, strides (elements and bytes),
+offsets, the formats ``x`` satisfies by torch's rules and NumPy's flags,
+density, overlap, and for common ops whether each accepts ``x``, why not,
+and the pylayout call that fixes it.  ``layout(x)`` wraps the same text with
+a small grid of each element's memory order; in a notebook it renders as
+HTML coloured by address.
+
+Metadata comes from ``pylayout.from_dlpack`` (zero-copy, any device); when a
+producer refuses DLPack (torch meta tensors, NumPy byte-swapped arrays...)
+the shape and strides are read from the object itself and the same rules are
+applied in pure Python.  Nothing here reads or writes tensor memory.
+"""
+from __future__ import annotations
+
+import html as _html
+import math
+import sys as _sys
+
+__all__ = ["explain", "layout"]
+
+_DEVICES = {
+    1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
+    10: "rocm", 11: "rocm_host", 12: "ext_dev", 13: "cuda_managed", 14: "oneapi",
+    15: "webgpu", 16: "hexagon", 17: "maia", 18: "trn",
+}
+_REAL_FOR_COMPLEX = ("float16", "float32", "float64")
+_OVERLAP_ENUM_LIMIT = 1 << 17   # exact overlap check by enumerating addresses up to this many
+GRID_MAX = 16                   # layout() shows at most GRID_MAX x GRID_MAX elements
+
+OK, NO, NA = "\u2713", "\u2717", "\u00b7"
+
+
+# ------------------------------------------------------------------ metadata
+
+class _Meta:
+    """What explain() knows about a tensor, in elements."""
+
+    kind = "dlpack"            # "torch" | "numpy" | "dlpack"
+    typename = ""
+    shape: tuple = ()
+    strides: tuple | None = ()  # elements; None if not whole elements
+    byte_strides: tuple = ()
+    dtype = "?"
+    itemsize = 1
+    device = (1, 0)
+    byte_offset = 0
+    storage_offset = None      # torch only (elements)
+    address = None             # first element's address (data + byte_offset)
+    readonly = False
+    tensor = None              # a pylayout.Tensor, when DLPack import worked
+    source = "pylayout.from_dlpack"
+    notes: list
+
+    def __init__(self):
+        self.notes = []
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def device_name(self):
+        name = _DEVICES.get(self.device[0], f"device type {self.device[0]}")
+        return name if self.device[0] == 1 else f"{name}:{self.device[1]}"
+
+    @property
+    def on_cpu(self):
+        return self.device[0] in (1, 3, 11, 13)
+
+
+def _torch_version():
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        parts = torch.__version__.split("+")[0].split(".")
+        return int(parts[0]), int(parts[1])
+    except Exception:
+        return None
+
+
+def _is_torch(x):
+    torch = _sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _is_numpy(x):
+    np = _sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def _from_pylayout_tensor(m, t):
+    m.tensor = t
+    m.shape = tuple(t.shape)
+    m.strides = tuple(t.strides)
+    m.dtype = t.dtype
+    m.itemsize = t.itemsize
+    m.device = tuple(t.device)
+    m.byte_offset = t.byte_offset
+    m.address = t.data_ptr + t.byte_offset
+    m.readonly = t.readonly
+
+
+def _metadata(x):
+    import pylayout
+
+    m = _Meta()
+    m.typename = f"{type(x).__module__}.{type(x).__qualname__}"
+    if _is_torch(x):
+        import torch
+
+        m.kind = "torch"
+        m.typename = "torch.Tensor"
+        if x.layout != torch.strided:
+            raise _NotStrided(f"a {x.layout} tensor has no strides: only torch.strided tensors have a memory layout")
+        proxy = x.detach()
+        if x.requires_grad:
+            m.notes.append("requires grad: DLPack export needs x.detach(); pylayout's torch conversions keep the graph")
+        if x.is_conj():
+            proxy = proxy.conj()     # same memory and strides, bit cleared
+            m.notes.append("conjugate bit set: memory holds unconjugated values; x.resolve_conj() before DLPack export")
+        if x.is_neg():
+            proxy = proxy._neg_view()
+            m.notes.append("negative bit set: memory holds un-negated values; x.resolve_neg() before DLPack export")
+        m.storage_offset = x.storage_offset()
+        try:
+            _from_pylayout_tensor(m, pylayout.from_dlpack(proxy))
+            return m
+        except Exception as e:  # meta tensors, exotic dtypes: read torch's own metadata
+            m.source = f"torch (DLPack refused: {_first_line(e)})"
+        m.shape = tuple(x.shape)
+        m.strides = tuple(x.stride())
+        m.itemsize = x.element_size()
+        m.byte_strides = tuple(s * m.itemsize for s in m.strides)
+        m.dtype = str(x.dtype).replace("torch.", "")
+        m.device = (-1, x.device.index or 0)
+        m.device_label = str(x.device)
+        try:
+            m.address = x.data_ptr() if x.device.type != "meta" else None
+        except Exception:
+            m.address = None
+        return m
+    if _is_numpy(x):
+        m.kind = "numpy"
+        m.typename = "numpy.ndarray"
+        try:
+            _from_pylayout_tensor(m, pylayout.from_dlpack(x))
+            return m
+        except Exception as e:
+            m.source = f"numpy (DLPack refused: {_first_line(e)})"
+        m.shape = tuple(x.shape)
+        m.itemsize = x.itemsize
+        m.byte_strides = tuple(x.strides)
+        m.strides = tuple(s // x.itemsize for s in x.strides) if x.itemsize and all(
+            s % x.itemsize == 0 for s in x.strides) else None
+        m.dtype = str(x.dtype)
+        m.address = x.__array_interface__["data"][0]
+        m.readonly = not x.flags.writeable
+        return m
+    _from_pylayout_tensor(m, pylayout.from_dlpack(x))   # raises for non-producers
+    return m
+
+
+class _NotStrided(Exception):
+    pass
+
+
+def _first_line(e):
+    s = str(e).strip().splitlines()
+    return s[0] if s else type(e).__name__
+
+
+# --------------------------------------------------------------- pure rules
+
+def _py_contiguous(shape, strides, fmt):
+    """torch's is_contiguous rules (FORTRAN: NumPy's F flag), in Python."""
+    nd = len(shape)
+    numel = 1
+    for s in shape:
+        numel *= s
+    if fmt == "contiguous":
+        order = range(nd - 1, -1, -1)
+    elif fmt == "fortran":
+        order = range(nd)
+    elif fmt == "channels_last":
+        if nd != 4:
+            return False
+        order = (1, 3, 2, 0)
+    elif fmt == "channels_last_3d":
+        if nd != 5:
+            return False
+        order = (1, 4, 3, 2, 0)
+    else:
+        raise ValueError(fmt)
+    if numel == 0 and fmt in ("contiguous", "fortran"):
+        return True
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def _py_suggest(shape, strides):
+    """torch's suggest_memory_format (is_channels_last_strides_2d/3d), in Python."""
+    nd = len(shape)
+    orders = {4: ((1, 3, 2, 0), "channels_last"), 5: ((1, 4, 3, 2, 0), "channels_last_3d")}
+    if nd not in orders or strides[1] == 0:
+        return "contiguous"
+    order, name = orders[nd]
+    lo = 0
+    for d in order:
+        if shape[d] == 0 or strides[d] < lo:
+            return "contiguous"
+        if d == 0 and lo == strides[1]:
+            return "contiguous"
+        lo = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return name
+
+
+def _py_dense(shape, strides):
+    if any(s == 0 for s in shape):
+        return True
+    dims = sorted((st, s) for s, st in zip(shape, strides) if s != 1)
+    expected = 1
+    for st, s in dims:
+        if st != expected:
+            return False
+        expected *= s
+    return True
+
+
+def _query(m, fmt):
+    import pylayout
+
+    if m.tensor is not None:
+        return pylayout.is_contiguous(m.tensor, fmt)
+    return _py_contiguous(m.shape, m.strides, fmt)
+
+
+def _suggest(m):
+    import pylayout
+
+    if m.tensor is not None:
+        return pylayout.suggest_format(m.tensor)
+    return _py_suggest(m.shape, m.strides)
+
+
+def _dense(m):
+    import pylayout
+
+    if m.tensor is not None:
+        return pylayout.is_dense(m.tensor)
+    return _py_dense(m.shape, m.strides)
+
+
+def _overlap(shape, strides):
+    """(verdict, reason): verdict is True, False or None (not determined)."""
+    if any(s == 0 for s in shape):
+        return False, "empty"
+    for d, (s, st) in enumerate(zip(shape, strides)):
+        if s > 1 and st == 0:
+            return True, f"dim {d} (size {s}) has stride 0: its {s} elements share one address (broadcast/expand)"
+    dims = sorted((abs(st), s, d) for d, (s, st) in enumerate(zip(shape, strides)) if s > 1)
+    reach = 0
+    for ast, s, _d in dims:
+        if ast <= reach:
+            break
+        reach += (s - 1) * ast
+    else:
+        return False, ""
+    for i, (sa, na, da) in enumerate(dims):
+        for sb, nb, db in dims[i + 1:]:
+            g = math.gcd(sa, sb)
+            if sb // g < na and sa // g < nb:   # sb/g steps of dim a land where sa/g steps of dim b do
+                return True, (f"strides interleave: {sb // g} steps along dim {da} (stride {strides[da]}) reach the "
+                              f"same address as {sa // g} steps along dim {db} (stride {strides[db]})")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel > _OVERLAP_ENUM_LIMIT:
+        return None, "strides interleave; too many elements to check every address"
+    seen = {0}
+    for ast, s, _d in dims:
+        seen = {a + i * ast for a in seen for i in range(s)}
+    if len(seen) < numel:
+        a, b = dims[0][2], dims[1][2] if len(dims) > 1 else dims[0][2]
+        return True, (f"strides interleave: {numel} elements on {len(seen)} addresses "
+                      f"(e.g. dim {a} stride {strides[a]} vs dim {b} stride {strides[b]})")
+    return False, "strides interleave but no two elements share an address"
+
+
+def _flat_view_chunks(shape, strides):
+    """torch's computeStride grouping: runs of dims that merge into one stride.
+
+    Returns a list of (dims, numel) from innermost to outermost chunk.
+    """
+    nd = len(shape)
+    chunks = []
+    base = strides[-1]
+    tn = 1
+    end = nd - 1
+    for d in range(nd - 1, -1, -1):
+        tn *= shape[d]
+        if d == 0 or (shape[d - 1] != 1 and strides[d - 1] != tn * base):
+            chunks.append((tuple(range(d, end + 1)), tn))
+            if d > 0:
+                base = strides[d - 1]
+                tn = 1
+                end = d - 1
+    return chunks
+
+
+def flat_view_ok(shape, strides):
+    """Whether torch's x.view(-1) (and NumPy's reshape(-1, copy=False)) succeed."""
+    if not shape or any(s == 0 for s in shape):
+        return True, ""
+    chunks = _flat_view_chunks(shape, strides)
+    big = [c for c in chunks if c[1] > 1]
+    if len(big) <= 1:
+        return True, ""
+    inner, outer = big[0], big[1]
+    d_out, d_in = outer[0][-1], inner[0][0]
+    need = inner[1] * strides[inner[0][-1]]
+    return False, (f"dim {d_out} (size {shape[d_out]}, stride {strides[d_out]}) does not continue "
+                   f"{_dims(inner[0])} (it would need stride {need}): the elements are not one evenly "
+                   f"strided run, so no single stride describes them")
+
+
+def _dims(ds):
+    return f"dim {ds[0]}" if len(ds) == 1 else f"dims {ds[0]}..{ds[-1]}"
+
+
+# ------------------------------------------------------------------ ops
+
+def _vac_torch_reasons(m, legacy=False):
+    """Why torch.view_as_complex refuses, in torch's check order; [] if it accepts."""
+    reasons = []
+    if m.dtype not in _REAL_FOR_COMPLEX:
+        return [f"dtype {m.dtype} is not float16/float32/float64"]
+    if m.ndim == 0:
+        return ["a 0-d tensor has no last dim holding (real, imag)"]
+    if m.shape[-1] != 2:
+        return [f"last dim has size {m.shape[-1]}, needs 2 (real, imag)"]
+    if m.strides[-1] != 1:
+        reasons.append(f"last dim has stride {m.strides[-1]}, needs 1 (real and imag adjacent)")
+    for d in range(m.ndim - 1):
+        if m.strides[d] % 2 and (legacy or m.shape[d] != 1):
+            reasons.append(f"dim {d} (size {m.shape[d]}) has stride {m.strides[d]}, not divisible by 2")
+    if m.kind == "torch" and m.storage_offset is not None and m.storage_offset % 2:
+        reasons.append(f"storage offset {m.storage_offset} is odd")
+    if m.kind != "torch" and any(st < 0 for st in m.strides):
+        reasons.insert(0, "negative strides: torch cannot import them (torch.from_dlpack refuses or crashes)")
+    return reasons
+
+
+def _pylayout_vac(m):
+    """(viewable, message) from pylayout's own rule, on metadata only."""
+    from . import _core
+
+    if m.tensor is None:
+        return None, "pylayout could not import this tensor"
+    try:
+        _core.view_as_complex(m.tensor, copy=False)
+        return True, ""
+    except Exception as e:
+        return False, _first_line(e)
+
+
+def _op_view_as_complex(m, name, out):
+    ver = _torch_version()
+    exempt = ver is None or ver >= (2, 13)
+    reasons = _vac_torch_reasons(m, legacy=not exempt)
+    if m.dtype.startswith("complex"):
+        out.append((False, name, [f"already complex ({m.dtype})",
+                                  "fix: nothing to do; pylayout.view_as_real(x) goes back to (real, imag)"]))
+        return
+    if reasons and (m.dtype not in _REAL_FOR_COMPLEX or m.ndim == 0 or m.shape[-1] != 2):
+        fix = ("fix: convert first (x.float() in torch, a.astype(np.float32) in NumPy), then view"
+               if m.dtype not in _REAL_FOR_COMPLEX else
+               "fix: the last dim must hold (real, imag) pairs; for separate real and imaginary "
+               "tensors use pylayout.pack_complex(re, im)")
+        out.append((False, name, ["why: " + reasons[0], fix]))
+        return
+    viewable, msg = _pylayout_vac(m)
+    if not reasons:
+        lines = ["accepts: last dim (real, imag) has stride 1, other strides are even"]
+        legacy = _vac_torch_reasons(m, legacy=True)
+        if exempt and legacy:
+            lines = [f"accepts in torch >= 2.13, but torch < 2.13 refused it: {legacy[0]}",
+                     "   (a size-1 dim's stride never matters; older code paths and other libraries that "
+                     "check strides still may refuse it)",
+                     "fix for those: pylayout.view_as_complex(x) (zero-copy) or pylayout.canonicalize(x) "
+                     "(rewrites size-1 strides)"]
+        out.append((True, name, lines))
+        return
+    lines = ["why: " + r for r in reasons]
+    if viewable:
+        lines.append("the memory IS a valid interleaved complex array (size-1 and empty dims' strides never matter)")
+        lines.append("fix: pylayout.view_as_complex(x) (zero-copy view)")
+        if not exempt and any("size 1)" in r for r in reasons):
+            lines.append("  or pylayout.canonicalize(x) first (rewrites size-1 strides), then torch.view_as_complex")
+    elif viewable is False:
+        lines.append(f"no complex view of this memory exists ({msg})")
+        lines.append("fix: pylayout.view_as_complex(x) (packs a copy when no view exists)")
+    else:
+        lines.append("fix: pylayout.view_as_complex(x) after making the tensor importable")
+    out.append((False, name, lines))
+
+
+def _op_flat_view(m, name, out):
+    ok, why = flat_view_ok(m.shape, m.strides)
+    if ok:
+        if m.tensor is not None and not _query(m, "contiguous"):
+            out.append((True, name, ["accepts a flat view, but x is not contiguous: other .view shapes may fail"]))
+        else:
+            out.append((True, name, ["accepts (contiguous: any .view of the same numel works)"
+                                     if _query(m, "contiguous") else "accepts"]))
+        return
+    fix = "fix: pylayout.contiguous(x) then .view, or x.reshape(-1) (copies silently)"
+    if not m.on_cpu:
+        fix += "; pylayout copies need CPU memory"
+    out.append((False, name, ["why: " + why, fix]))
+
+
+def _op_channels_last(m, out):
+    if m.ndim == 4:
+        fmt, label = "channels_last", "channels_last kernel"
+    elif m.ndim == 5:
+        fmt, label = "channels_last_3d", "channels_last_3d kernel"
+    else:
+        out.append((None, "channels_last kernels", [f"n/a: need 4-D NCHW or 5-D NCDHW (this is {m.ndim}-D)"]))
+        return
+    if _query(m, fmt):
+        extra = "" if _suggest(m) == fmt else (
+            f" (ambiguous: also {_suggest(m)}; torch.suggest_memory_format picks {_suggest(m)})")
+        out.append((True, label, [f"accepts: {fmt}-contiguous by torch's rules{extra}"]))
+        return
+    want = _expected_strides(m.shape, fmt)
+    out.append((False, label, [f"why: strides {m.strides} are not {fmt}'s {want}",
+                               f'fix: pylayout.contiguous(x, "{fmt}")']))
+
+
+def _op_c_kernel(m, out):
+    import pylayout
+
+    label = "C kernel (contiguous)"
+    if _query(m, "contiguous"):
+        out.append((True, label, ["accepts: row-major, no gaps"]))
+        return
+    why = "why: not row-major contiguous"
+    if _dense(m):
+        why += " (dense, but dims are in another order)"
+    fix = "fix: pylayout.contiguous(x)"
+    if hasattr(pylayout, "require"):
+        fix += ', or pylayout.require(x, "contiguous") at the kernel\'s entry'
+    if not m.on_cpu:
+        fix += "; pylayout copies need CPU memory"
+    out.append((False, label, [why, fix]))
+
+
+def _expected_strides(shape, fmt):
+    order = {"contiguous": range(len(shape) - 1, -1, -1), "channels_last": (1, 3, 2, 0),
+             "channels_last_3d": (1, 4, 3, 2, 0)}[fmt]
+    st = [0] * len(shape)
+    e = 1
+    for d in order:
+        st[d] = e
+        e *= max(shape[d], 1)
+    return tuple(st)
+
+
+# ------------------------------------------------------------------ text
+
+def _fmt_tuple(t):
+    return "(" + ", ".join(str(v) for v in t) + ("," if len(t) == 1 else "") + ")"
+
+
+def _alignment(addr):
+    if not addr:
+        return None
+    a = 1
+    while a < 64 and addr % (a * 2) == 0:
+        a *= 2
+    return a
+
+
+def _kv(rows):
+    w = max(len(k) for k, _ in rows)
+    return [f"  {k.ljust(w)}  {v}" for k, v in rows]
+
+
+def _explain_meta(m):
+    rows = [("shape", _fmt_tuple(m.shape) + f"  ({m.ndim}-D, {m.numel} element{'s' if m.numel != 1 else ''})"),
+            ("dtype", f"{m.dtype} ({m.itemsize} byte{'s' if m.itemsize != 1 else ''} each)"),
+            ("device", getattr(m, "device_label", None) or m.device_name)]
+    if m.strides is None:
+        rows.append(("strides", f"{_fmt_tuple(m.byte_strides)} bytes: not whole elements"))
+        lines = [f"pylayout.explain: {m.typename}"] + _kv(rows)
+        lines.append("  no element-stride layout: DLPack, torch and pylayout need strides that are "
+                     "multiples of the itemsize; np.ascontiguousarray(a) gives a usable copy")
+        return "\n".join(lines)
+    byte_strides = tuple(s * m.itemsize for s in m.strides)
+    rows.append(("strides", f"{_fmt_tuple(m.strides)} elements"))
+    rows.append(("byte strides", _fmt_tuple(byte_strides)))
+    if m.storage_offset is not None:
+        rows.append(("storage offset", f"{m.storage_offset} elements ({m.storage_offset * m.itemsize} bytes) "
+                                       "into its storage"))
+    if m.tensor is not None:
+        rows.append(("byte offset", f"{m.byte_offset} (DLPack byte_offset)"))
+    if m.address is not None:
+        rows.append(("address", f"{m.address:#x} ({_alignment(m.address)}-byte aligned)"
+                     if m.address else "0x0 (no data)"))
+    if m.readonly:
+        rows.append(("read-only", "yes"))
+
+    torch_fmts = []
+    for fmt, rank in (("contiguous", None), ("channels_last", 4), ("channels_last_3d", 5)):
+        if rank is not None and m.ndim != rank:
+            torch_fmts.append(f"{NA} {fmt} ({rank}-D only)")
+        else:
+            torch_fmts.append(f"{OK if _query(m, fmt) else NO} {fmt}")
+    rows.append(("torch formats", "  ".join(torch_fmts)))
+    c_flag, f_flag = _query(m, "contiguous"), _query(m, "fortran")
+    rows.append(("numpy flags", f"C {OK if c_flag else NO}  F {OK if f_flag else NO}"
+                 + ("  (both: size-1 or empty dims make the order ambiguous)" if c_flag and f_flag and m.ndim > 1
+                    else "")))
+    rows.append(("suggest_format", _suggest(m)))
+    both = [f for f in ("contiguous", "channels_last", "channels_last_3d") if _query(m, f)]
+    if len(both) > 1:
+        rows.append(("ambiguous", f"both {' and '.join(both)} hold: size-1 dims are ignored by torch's rules"))
+
+    dense = _dense(m)
+    extent = _extent(m.shape, m.strides)
+    if dense:
+        rows.append(("dense", f"yes: {m.numel} elements fill {m.numel * m.itemsize} bytes with no gaps"))
+    else:
+        why = ""
+        if any(st < 0 for s, st in zip(m.shape, m.strides) if s > 1):
+            why = " (negative strides)"
+        rows.append(("dense", f"no{why}: {m.numel} elements span {extent * m.itemsize} bytes"))
+    ov, why = _overlap(m.shape, m.strides)
+    if ov is None:
+        rows.append(("overlapping", f"maybe: {why}"))
+    elif ov:
+        rows.append(("overlapping", f"YES: {why}; writes through x race or clobber"))
+    else:
+        rows.append(("overlapping", "no" + (f" ({why})" if why and why != "empty" else "")))
+    neg = [d for d, st in enumerate(m.strides) if st < 0 and m.shape[d] > 1]
+    if neg:
+        rows.append(("negative strides", f"dims {neg}: fine for NumPy and pylayout; never hand them to torch "
+                                         "(pylayout.contiguous(x) first)"))
+    if m.source != "pylayout.from_dlpack":
+        rows.append(("metadata from", m.source))
+    for note in m.notes:
+        rows.append(("note", note))
+
+    ops = []
+    vac = "torch.view_as_complex"
+    flat = {"torch": "x.view(-1)", "numpy": "a.reshape(-1, copy=False)"}.get(m.kind, "x.view(-1) in torch")
+    _op_view_as_complex(m, vac, ops)
+    _op_flat_view(m, flat, ops)
+    _op_channels_last(m, ops)
+    _op_c_kernel(m, ops)
+
+    lines = [f"pylayout.explain: {m.typename}"] + _kv(rows) + ["ops"]
+    w = max(len(name) for _, name, _ in ops)
+    for ok, name, details in ops:
+        mark = NA if ok is None else (OK if ok else NO)
+        lines.append(f"  {mark} {name.ljust(w)}  {details[0]}")
+        for d in details[1:]:
+            lines.append(f"    {' ' * w}  {d}")
+    return "\n".join(lines)
+
+
+def _extent(shape, strides):
+    """Elements between the lowest and highest address, inclusive."""
+    if any(s == 0 for s in shape):
+        return 0
+    lo = sum((s - 1) * st for s, st in zip(shape, strides) if st < 0)
+    hi = sum((s - 1) * st for s, st in zip(shape, strides) if st > 0)
+    return hi - lo + 1
+
+
+def explain(x) -> str:
+    """A readable, multi-line explanation of `x`'s memory layout.
+
+    `x` is a torch tensor, NumPy array, pylayout.Tensor, DLPack capsule (it is
+    consumed) or any ``__dlpack__`` producer, on any device: only metadata is
+    read.  The text lists shape, dtype, strides in elements and bytes,
+    offsets, the formats `x` satisfies (torch's rules, NumPy's C/F flags),
+    density and overlap, then an "ops" section: for torch.view_as_complex,
+    a flat .view(-1), channels_last kernels and C kernels wanting contiguous
+    input, whether each accepts `x` (\u2713/\u2717), why not, and the pylayout
+    call that fixes it.
+
+    >>> import numpy as np, pylayout as pl
+    >>> print(pl.explain(np.zeros((2, 3), dtype=np.float32).T))   # doctest: +ELLIPSIS
+    pylayout.explain: numpy.ndarray
+      shape           (3, 2)  (2-D, 6 elements)
+    ...
+      numpy flags     C \u2717  F \u2713
+    ...
+    """
+    m = _safe_meta(x)
+    return m if isinstance(m, str) else _explain_meta(m)
+
+
+def _safe_meta(x):
+    """_Meta for `x`, or a short text saying why no layout can be read."""
+    try:
+        return _metadata(x)
+    except _NotStrided as e:
+        return f"pylayout.explain: {type(x).__module__}.{type(x).__qualname__}\n  {e}"
+    except Exception as e:
+        return (f"pylayout.explain: {type(x).__module__}.{type(x).__qualname__}\n"
+                f"  cannot read a layout: {type(e).__name__}: {_first_line(e)}")
+
+
+# ------------------------------------------------------------------ layout()
+
+def _grid(m):
+    """(rows, cols, ranks, offsets, caption) of the displayed 2-D slice, or None."""
+    if m.strides is None:
+        return None
+    shape, strides = m.shape, m.strides
+    if m.numel == 0:
+        return None
+    if m.ndim == 0:
+        r_size, c_size, r_st, c_st = 1, 1, 0, 0
+        caption = "0-d: one element"
+    elif m.ndim == 1:
+        r_size, c_size, r_st, c_st = 1, shape[0], 0, strides[0]
+        caption = "1-D: one row"
+    else:
+        r_size, c_size, r_st, c_st = shape[-2], shape[-1], strides[-2], strides[-1]
+        caption = ("" if m.ndim == 2 else
+                   f"last two dims of x[{', '.join(['0'] * (m.ndim - 2))}] ({m.ndim}-D tensor)")
+    rows, cols = min(r_size, GRID_MAX), min(c_size, GRID_MAX)
+    offsets = [[i * r_st + j * c_st for j in range(cols)] for i in range(rows)]
+    order = {o: k for k, o in enumerate(sorted({o for row in offsets for o in row}))}
+    ranks = [[order[o] for o in row] for row in offsets]
+    if rows < r_size or cols < c_size:
+        caption = (caption + "; " if caption else "") + (
+            f"showing {rows}x{cols} of {r_size}x{c_size} \u2026")
+    return rows, cols, ranks, offsets, caption, len(order)
+
+
+class Layout:
+    """A tensor's layout: explain() text plus a grid of memory order.
+
+    ``str()``/``repr()`` give plain text; notebooks render ``_repr_html_``.
+    """
+
+    def __init__(self, x):
+        m = _safe_meta(x)
+        if isinstance(m, str):
+            self.meta, self.text, self.grid = None, m, None
+        else:
+            self.meta, self.text, self.grid = m, _explain_meta(m), _grid(m)
+
+    def _text_grid(self):
+        g = self.grid
+        if g is None:
+            return ""
+        rows, cols, ranks, _offsets, caption, _n = g
+        w = max(len(str(v)) for row in ranks for v in row)
+        w = max(w, len(str(cols - 1)))
+        lw = len(str(rows - 1))
+        head = " " * (lw + 3) + " ".join(str(j).rjust(w) for j in range(cols))
+        lines = ["memory order (0 = lowest address; equal numbers share an address)"
+                 + (f": {caption}" if caption else ""), head]
+        for i, row in enumerate(ranks):
+            lines.append(f"  {str(i).rjust(lw)} " + " ".join(str(v).rjust(w) for v in row))
+        return "\n".join(lines)
+
+    def __str__(self):
+        g = self._text_grid()
+        return self.text + ("\n" + g if g else "")
+
+    __repr__ = __str__
+
+    def _repr_html_(self):
+        esc = _html.escape
+        parts = ['<div style="font-family:monospace;font-size:12px">']
+        g = self.grid
+        if g is not None:
+            rows, cols, ranks, offsets, caption, n = g
+            parts.append('<div style="margin-bottom:4px">memory order of each element '
+                         "(0 = lowest address, colour by rank)"
+                         + (f": {esc(caption)}" if caption else "") + "</div>")
+            parts.append('<table style="border-collapse:collapse;margin-bottom:8px">')
+            parts.append("<tr><th></th>" + "".join(
+                f'<th style="padding:2px 6px;color:#666">{j}</th>' for j in range(cols)) + "</tr>")
+            for i in range(rows):
+                cells = []
+                for j in range(cols):
+                    r = ranks[i][j]
+                    hue = int(240 * r / (n - 1)) if n > 1 else 0
+                    cells.append(
+                        f'<td title="offset {offsets[i][j]} elements" style="background:hsl({hue},70%,80%);'
+                        f'border:1px solid #fff;padding:2px 6px;text-align:right;color:#000">{r}</td>')
+                parts.append(f'<tr><th style="padding:2px 6px;color:#666">{i}</th>{"".join(cells)}</tr>')
+            parts.append("</table>")
+        parts.append(f'<pre style="margin:0">{esc(self.text)}</pre></div>')
+        return "".join(parts)
+
+
+def layout(x) -> Layout:
+    """The layout of `x` as an object that prints as text and renders as HTML.
+
+    ``print(pl.layout(x))`` shows explain(x) and a grid of each element's
+    memory order (for more than 2 dims, the last two dims of x[0, ..., 0]);
+    in a notebook the grid is an HTML table coloured by address.  Grids show
+    at most 16x16 elements.
+
+    >>> import numpy as np, pylayout as pl
+    >>> print(pl.layout(np.zeros((2, 3)).T))   # doctest: +ELLIPSIS
+    pylayout.explain: numpy.ndarray
+    ...
+    memory order (0 = lowest address; equal numbers share an address)
+        0 1
+      0 0 3
+      1 1 4
+      2 2 5
+    """
+    return Layout(x)
