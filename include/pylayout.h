@@ -260,8 +260,10 @@ PYLAYOUT_API pylayout_status pylayout_build_info(bool *openmp_ret, const char **
  * float16, complex64 with float32, complex128 with float64. */
 
 /* Writes to strides_ret[0..ndim) t's strides with those of size-1 dims
- * rewritten to their canonical value: the stride the dim would have if the
- * dims inside it were laid out compactly (1 for an innermost size-1 dim).
+ * rewritten to their canonical value: the extent of the dims inside it,
+ * max(|stride| * size) over them (1 for an innermost size-1 dim), i.e. the
+ * stride the dim would have if laid out just past them.  For a row-major
+ * tensor these are torch.empty(shape).stride().
  * Other strides are copied.  A size-1 dim's stride never changes which
  * memory a tensor covers, so this is always a valid zero-copy relabelling.
  * Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
@@ -283,7 +285,8 @@ PYLAYOUT_API pylayout_status pylayout_view_as_complex(pylayout_tensor *x, pylayo
 
 /* A zero-copy real view of a complex tensor `z`: a trailing dim of size 2
  * (stride 1) is appended and the other strides doubled.  Any device.
- * Returns OK, INVALID_ARGUMENT, UNSUPPORTED_DTYPE or NO_MEMORY. */
+ * Returns OK, INVALID_ARGUMENT, UNSUPPORTED_DTYPE, INVALID_TENSOR (z has 64
+ * dims already, or a doubled stride overflows) or NO_MEMORY. */
 PYLAYOUT_API pylayout_status pylayout_view_as_real(pylayout_tensor *z, pylayout_tensor **view_ret);
 
 /* Zero-copy strided real views of the real and imaginary parts of `z`

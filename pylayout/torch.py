@@ -289,7 +289,9 @@ def view_as_complex(x: torch.Tensor, *, copy: bool | None = None) -> torch.Tenso
     if isinstance(strides, tuple):
         if copy is False:
             raise ValueError(f"no complex view exists: {strides[1]}; pass copy=None to pack a copy")
-        return torch.view_as_complex(contiguous(x))
+        # a fresh contiguous copy: contiguous(x) would return x itself when
+        # only its (odd) storage offset forbids the view
+        return torch.view_as_complex(_to_format_op(x, "contiguous"))
     if strides != list(x.stride()):
         x = x.as_strided(x.shape, strides)  # keeps x's storage offset
     return torch.view_as_complex(x)
@@ -303,11 +305,11 @@ def view_as_real(z: torch.Tensor) -> torch.Tensor:
 def canonicalize(x: torch.Tensor) -> torch.Tensor:
     """Zero-copy view of `x` with canonical strides on size-1 dims (see pylayout.canonicalize)."""
     strides = list(x.stride())
-    nxt = 1
+    extent = 1  # pylayout_canonical_strides: a size-1 dim takes the extent of the dims inside it
     for d in range(x.dim() - 1, -1, -1):
         if x.shape[d] == 1:
-            strides[d] = nxt
-        nxt = max(abs(strides[d]) * max(x.shape[d], 1), 1)
+            strides[d] = extent
+        extent = max(extent, abs(strides[d]) * x.shape[d])
     if strides == list(x.stride()):
         return x
     return x.as_strided(x.shape, strides)  # keeps x's storage offset

@@ -175,12 +175,25 @@ static bool device_is_host(DLDevice dev)
 
 /* ------------------------------------------------------------ Tensor type */
 
+/* pylayout_tensor_release, keeping any pending Python exception: the last
+ * release runs the producer's deleter, which may run Python code (NumPy's
+ * does), and must neither see nor clobber an error being raised. */
+static void release(pylayout_tensor *t)
+{
+    if (!t)
+        return;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    pylayout_tensor_release(t);
+    PyErr_Restore(type, value, tb);
+}
+
 static PyObject *wrap_tensor(core_state *state, pylayout_tensor *t)
 {
     /* Steals the reference to t. */
     TensorObject *self = PyObject_New(TensorObject, state->TensorType);
     if (!self) {
-        pylayout_tensor_release(t);
+        release(t);
         return NULL;
     }
     self->tensor = t;
@@ -193,7 +206,7 @@ static void Tensor_dealloc(PyObject *op)
 {
     TensorObject *self = (TensorObject *)op;
     PyTypeObject *tp = Py_TYPE(op);
-    pylayout_tensor_release(self->tensor);
+    release(self->tensor);
     PyObject_Free(op);
     Py_DECREF(tp);
 }
@@ -407,8 +420,13 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
     view->itemsize = itemsize;
     view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : NULL;
     view->ndim = dl->ndim;
-    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? dims : NULL;
-    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + dl->ndim : NULL;
+    view->shape = (flags & PyBUF_ND) == PyBUF_ND && dl->ndim ? dims : NULL;
+    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES && dl->ndim ? dims + dl->ndim : NULL;
+    if ((flags & PyBUF_ND) != PyBUF_ND) {
+        /* A flat-bytes request (PyBUF_SIMPLE): one dim, as PyBuffer_FillInfo
+         * reports it (consumers then read itemsize as 1, as NumPy's do). */
+        view->ndim = 1;
+    }
     view->suboffsets = NULL;
     view->internal = dims;
     return 0;
@@ -447,42 +465,47 @@ static void legacy_capsule_destructor(PyObject *capsule)
     PyErr_Restore(type, value, tb);
 }
 
-/* Consumes a DLPack capsule (renaming it "used_...") into a new Tensor. */
+/* Consumes a DLPack capsule (renaming it "used_...") into a new Tensor.
+ * The capsule is marked consumed before the import and unmarked if the
+ * import fails, so exactly one of the capsule and the Tensor ever owns the
+ * producer's deleter. */
 static PyObject *tensor_from_capsule(core_state *state, PyObject *capsule)
 {
     pylayout_tensor *t = NULL;
     pylayout_status st;
-    if (PyCapsule_IsValid(capsule, VERSIONED_NAME)) {
-        st = pylayout_tensor_from_versioned(PyCapsule_GetPointer(capsule, VERSIONED_NAME), &t);
-        if (st != PYLAYOUT_OK)
-            return raise_status(st); /* the capsule's destructor still owns it */
-        if (PyCapsule_SetName(capsule, USED_VERSIONED_NAME) < 0)
-            goto fail;
-    } else if (PyCapsule_IsValid(capsule, LEGACY_NAME)) {
-        st = pylayout_tensor_from_legacy(PyCapsule_GetPointer(capsule, LEGACY_NAME), 0, &t);
-        if (st != PYLAYOUT_OK)
+    const char *name = PyCapsule_GetName(capsule);
+    if (!name && PyErr_Occurred())
+        return NULL;
+    if (name && !strcmp(name, VERSIONED_NAME)) {
+        DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, VERSIONED_NAME);
+        if (!m || PyCapsule_SetName(capsule, USED_VERSIONED_NAME) < 0)
+            return NULL;
+        st = pylayout_tensor_from_versioned(m, &t);
+        if (st != PYLAYOUT_OK) {
+            PyCapsule_SetName(capsule, VERSIONED_NAME); /* the capsule still owns it */
             return raise_status(st);
-        if (PyCapsule_SetName(capsule, USED_LEGACY_NAME) < 0)
-            goto fail;
+        }
+    } else if (name && !strcmp(name, LEGACY_NAME)) {
+        DLManagedTensor *m = PyCapsule_GetPointer(capsule, LEGACY_NAME);
+        if (!m || PyCapsule_SetName(capsule, USED_LEGACY_NAME) < 0)
+            return NULL;
+        st = pylayout_tensor_from_legacy(m, 0, &t);
+        if (st != PYLAYOUT_OK) {
+            PyCapsule_SetName(capsule, LEGACY_NAME);
+            return raise_status(st);
+        }
+    } else if (name && (!strcmp(name, USED_VERSIONED_NAME) || !strcmp(name, USED_LEGACY_NAME))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "this DLPack capsule was already consumed; a capsule can be imported only once, "
+                        "so call __dlpack__() again for a new one");
+        return NULL;
     } else {
-        const char *name = PyCapsule_GetName(capsule);
-        PyErr_Clear();
-        if (name && (!strcmp(name, USED_VERSIONED_NAME) || !strcmp(name, USED_LEGACY_NAME)))
-            PyErr_SetString(PyExc_ValueError,
-                            "this DLPack capsule was already consumed; a capsule can be imported only once, "
-                            "so call __dlpack__() again for a new one");
-        else
-            PyErr_Format(PyExc_TypeError,
-                         "expected a DLPack capsule named 'dltensor' or 'dltensor_versioned', got one named %s",
-                         name ? name : "NULL");
+        PyErr_Format(PyExc_TypeError,
+                     "expected a DLPack capsule named 'dltensor' or 'dltensor_versioned', got one named %s",
+                     name ? name : "NULL");
         return NULL;
     }
     return wrap_tensor(state, t);
-fail:
-    /* Could not mark it consumed: hand ownership back by not releasing the
-     * producer's deleter twice.  Free only our metadata. */
-    pylayout_tensor_release(t);
-    return NULL;
 }
 
 /* What pylayout knows about a producer type: its DLPack C exchange API (or
@@ -585,6 +608,29 @@ static int torch_guard(PyObject *x)
     return 0;
 }
 
+/* A producer's exchange API failed: keep BufferError/TypeError/MemoryError,
+ * turn anything else (torch raises RuntimeError for sparse tensors) into the
+ * BufferError DLPack consumers expect, keeping the producer's message. */
+static void *exchange_refused(PyObject *x)
+{
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_BufferError, "the producer could not export this tensor");
+    if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
+        PyErr_ExceptionMatches(PyExc_MemoryError))
+        return NULL;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *msg = value ? PyObject_Str(value) : NULL;
+    PyErr_Format(PyExc_BufferError, "%.200s cannot be exported through DLPack: %S", Py_TYPE(x)->tp_name,
+                 msg ? msg : Py_None);
+    Py_XDECREF(msg);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
 /* Calls x.__dlpack__(max_version=(1, 0), ...), retrying without keywords for
  * producers that predate them. */
 static PyObject *call_dlpack(core_state *state, PyObject *x, PyObject *copy)
@@ -638,7 +684,7 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
         if (info.is_torch && torch_guard(x) < 0)
             return NULL;
         if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
-            return NULL;
+            return exchange_refused(x);
         pylayout_tensor *t;
         pylayout_status st = pylayout_tensor_from_versioned(m, &t);
         if (st != PYLAYOUT_OK) {
@@ -690,7 +736,9 @@ static const DLTensor *peek_dltensor(core_state *state, PyObject *x, bool for_da
         if (info.api && info.api->dltensor_from_py_object_no_sync) {
             if (for_data && info.is_torch && torch_guard(x) < 0)
                 return NULL;
-            return info.api->dltensor_from_py_object_no_sync(x, scratch) == 0 ? scratch : NULL;
+            if (info.api->dltensor_from_py_object_no_sync(x, scratch) != 0)
+                return exchange_refused(x);
+            return scratch;
         }
     }
     PyObject *t = import_tensor(state, x, Py_None);
@@ -825,7 +873,7 @@ static PyObject *Tensor_dlpack(PyObject *op, PyObject *const *args, Py_ssize_t n
     pylayout_tensor *t = self->tensor;
     pylayout_tensor_retain(t);
     if (want_copy) {
-        pylayout_tensor_release(t);
+        release(t);
         t = copy_tensor(dl);
         if (!t)
             return NULL;
@@ -851,7 +899,7 @@ static PyObject *Tensor_dlpack(PyObject *op, PyObject *const *args, Py_ssize_t n
                 m->deleter(m);
         }
     }
-    pylayout_tensor_release(t);
+    release(t);
     if (st != PYLAYOUT_OK) {
         if (st == PYLAYOUT_ERR_READ_ONLY)
             PyErr_SetString(PyExc_BufferError, pylayout_last_error());
@@ -868,7 +916,53 @@ static PyObject *Tensor_dlpack_device(PyObject *op, PyObject *unused)
     return Tensor_get_device(op, NULL);
 }
 
+/* NumPy calls __array__ when the buffer protocol fails; without it,
+ * np.asarray would silently build a 0-d object array. */
+static PyObject *Tensor_array(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    PyObject *dtype = Py_None, *copy = Py_None, *np = NULL, *arr = NULL, *res = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:__array__", kwlist, &dtype, &copy))
+        return NULL;
+    const DLTensor *dl = ((TensorObject *)op)->dl;
+    if (!device_is_host(dl->device)) {
+        PyErr_Format(PyExc_BufferError,
+                     "cannot make a NumPy array of a tensor on device type %d (not CPU memory); copy it to "
+                     "the CPU with its own library first",
+                     (int)dl->device.device_type);
+        return NULL;
+    }
+    if (!buffer_format(dl->dtype)) {
+        const char *name = dtype_name(dl->dtype);
+        PyErr_Format(PyExc_BufferError, "NumPy has no %s dtype; use torch.from_dlpack or keep the pylayout.Tensor",
+                     name ? name : "such");
+        return NULL;
+    }
+    np = PyImport_ImportModule("numpy");
+    if (!np)
+        return NULL;
+    arr = PyObject_CallMethod(np, "from_dlpack", "O", op);
+    if (!arr)
+        goto done;
+    if (dtype != Py_None || copy == Py_True) {
+        res = PyObject_CallMethod(arr, "astype", "OO", dtype == Py_None ? (PyObject *)Py_TYPE(arr) : dtype,
+                                  copy == Py_True ? Py_True : Py_False);
+        if (dtype == Py_None && !res) { /* astype(type(arr)) is not a dtype: copy instead */
+            PyErr_Clear();
+            res = PyObject_CallMethod(arr, "copy", NULL);
+        }
+    } else {
+        res = Py_NewRef(arr);
+    }
+done:
+    Py_XDECREF(arr);
+    Py_XDECREF(np);
+    return res;
+}
+
 static PyMethodDef Tensor_methods[] = {
+    {"__array__", (PyCFunction)(void (*)(void))Tensor_array, METH_VARARGS | METH_KEYWORDS,
+     "__array__(dtype=None, copy=None)\n--\n\nA NumPy view of a CPU tensor (numpy.from_dlpack)."},
     {"__dlpack__", (PyCFunction)(void (*)(void))Tensor_dlpack, METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "Export as a DLPack capsule (versioned when max_version >= (1, 0))."},
@@ -936,7 +1030,7 @@ static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
                                                PYLAYOUT_FORMAT_CONTIGUOUS, &t);
     if (st == PYLAYOUT_OK) {
         st = pylayout_tensor_to_versioned(t, out);
-        pylayout_tensor_release(t);
+        release(t);
     }
     if (st != PYLAYOUT_OK) {
         set_error(error_ctx, st == PYLAYOUT_ERR_NO_MEMORY ? "MemoryError" : "ValueError", pylayout_last_error());
@@ -1015,6 +1109,12 @@ static PyObject *mod_from_dlpack(PyObject *module, PyObject *args, PyObject *kwd
         return NULL;
     if (copy != Py_None && (want_copy = PyObject_IsTrue(copy)) < 0)
         return NULL;
+    /* Only a producer reached through __dlpack__ sees copy=; it says it
+     * copied by setting IS_COPIED.  Everything else is copied here. */
+    bool producer_may_copy = !Py_IS_TYPE(x, state->TensorType) && !PyCapsule_CheckExact(x) &&
+                             !exchange_api_of(state, Py_TYPE(x));
+    if (PyErr_Occurred())
+        return NULL;
     PyObject *res = import_tensor(state, x, copy);
     if (!res)
         return NULL;
@@ -1028,7 +1128,7 @@ static PyObject *mod_from_dlpack(PyObject *module, PyObject *args, PyObject *kwd
         Py_DECREF(res);
         return NULL;
     }
-    if (want_copy && !(((TensorObject *)res)->flags & PYLAYOUT_FLAG_IS_COPIED)) {
+    if (want_copy && !(producer_may_copy && (((TensorObject *)res)->flags & PYLAYOUT_FLAG_IS_COPIED))) {
         pylayout_tensor *c = copy_tensor(dl);
         Py_DECREF(res);
         return c ? wrap_tensor(state, c) : NULL;
@@ -1159,14 +1259,14 @@ static PyObject *export_like(core_state *state, PyObject *like, pylayout_tensor 
 {
     const DLPackExchangeAPI *api = Py_IS_TYPE(like, state->TensorType) ? NULL : exchange_api_of(state, Py_TYPE(like));
     if (PyErr_Occurred()) {
-        pylayout_tensor_release(t);
+        release(t);
         return NULL;
     }
     if (!api || !api->managed_tensor_to_py_object_no_sync)
         return wrap_tensor(state, t);
     DLManagedTensorVersioned *m;
     pylayout_status st = pylayout_tensor_to_versioned(t, &m);
-    pylayout_tensor_release(t);
+    release(t);
     if (st != PYLAYOUT_OK)
         return raise_status(st);
     void *out = NULL;
@@ -1344,7 +1444,7 @@ static PyObject *mod_view_as_complex(PyObject *module, PyObject *args, PyObject 
         Py_END_ALLOW_THREADS
         if (st == PYLAYOUT_OK)
             st = pylayout_view_as_complex(packed, &view);
-        pylayout_tensor_release(packed);
+        release(packed);
     }
 done:
     Py_DECREF(in);
@@ -1437,7 +1537,7 @@ static PyObject *mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
     }
 done:
     if (fresh && out) /* error after the extra retain */
-        pylayout_tensor_release(fresh);
+        release(fresh);
     Py_XDECREF(out);
     Py_XDECREF(keep_re);
     Py_XDECREF(keep_im);
@@ -1488,12 +1588,12 @@ static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *
     }
     Py_DECREF(zin);
     if (st != PYLAYOUT_OK) {
-        pylayout_tensor_release(re);
-        pylayout_tensor_release(im);
+        release(re);
+        release(im);
         return raise_status(st);
     }
     PyObject *a = export_like(state, z_obj, re);
-    PyObject *b = a ? export_like(state, z_obj, im) : (pylayout_tensor_release(im), NULL);
+    PyObject *b = a ? export_like(state, z_obj, im) : (release(im), NULL);
     if (!b) {
         Py_XDECREF(a);
         return NULL;

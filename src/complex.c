@@ -42,16 +42,17 @@ pylayout_status pylayout_canonical_strides(const DLTensor *t, int64_t *strides_r
     pylayout_status st = _pylayout_check(t, "tensor", strides);
     if (st != PYLAYOUT_OK)
         return st;
-    /* Inside-out: a size-1 dim takes the stride just past the dim inside it. */
-    int64_t next = 1;
+    /* Inside-out: a size-1 dim takes the extent of the dims inside it, the
+     * stride it would have if it were laid out just past all of them. */
+    int64_t extent = 1;
     for (int32_t d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] == 1)
-            strides[d] = next;
+            strides[d] = extent;
         int64_t span;
-        if (__builtin_mul_overflow(strides[d] < 0 ? -strides[d] : strides[d], t->shape[d] > 1 ? t->shape[d] : 1,
-                                   &span))
+        if (__builtin_mul_overflow(strides[d] < 0 ? -strides[d] : strides[d], t->shape[d], &span))
             span = INT64_MAX;
-        next = span > 0 ? span : 1;
+        if (span > extent)
+            extent = span;
     }
     memcpy(strides_ret, strides, (size_t)t->ndim * sizeof(int64_t));
     return PYLAYOUT_OK;

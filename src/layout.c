@@ -164,10 +164,15 @@ static pylayout_status check_meta(const DLTensor *t, int64_t *strides)
                               (int)t->ndim, PYLAYOUT_MAX_NDIM);
     if (t->ndim > 0 && !t->shape)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has ndim %d but a NULL shape", (int)t->ndim);
-    for (int32_t d = 0; d < t->ndim; d++)
+    int64_t numel = 1;
+    for (int32_t d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0)
             return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has negative size %lld in dim %d",
                                   (long long)t->shape[d], (int)d);
+        /* Bounds every product of sizes the queries form. */
+        if (__builtin_mul_overflow(numel, t->shape[d], &numel))
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has more elements than int64 can count");
+    }
     if (t->strides)
         memcpy(strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
     else
@@ -280,8 +285,8 @@ static bool strides_like(const int64_t *shape, const int64_t *strides, const int
         if (d == 0 && min == strides[1])
             return false;
         min = strides[d];
-        if (shape[d] > 1)
-            min *= shape[d];
+        if (shape[d] > 1 && __builtin_mul_overflow(min, shape[d], &min))
+            min = INT64_MAX; /* no later stride can reach past it */
     }
     return true;
 }
@@ -312,7 +317,12 @@ pylayout_status pylayout_is_dense(const DLTensor *t, bool *result_ret)
     if (!result_ret)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "result_ret is NULL");
     /* c10's compute_non_overlapping_and_dense: dims of size < 2 sort last;
-     * the others, by ascending stride, must be exactly compact. */
+     * the others, by ascending stride, must be exactly compact.  An empty
+     * tensor has no elements to overlap: dense, as torch reports. */
+    if (has_zero_size(t)) {
+        *result_ret = true;
+        return PYLAYOUT_OK;
+    }
     int n = 0;
     for (int d = 0; d < t->ndim; d++)
         if (t->shape[d] >= 2)

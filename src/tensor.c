@@ -163,8 +163,8 @@ pylayout_status pylayout_tensor_empty_order(int32_t ndim, const int64_t *shape, 
 
 pylayout_status pylayout_tensor_view(pylayout_tensor *base, const DLTensor *desc, pylayout_tensor **tensor_ret)
 {
-    if (!base || !desc)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "base or desc is NULL");
+    if (!base || !desc || !tensor_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "base, desc or tensor_ret is NULL");
     DLTensor view = *desc;
     view.data = base->dl.data;
     view.device = base->dl.device;
@@ -182,14 +182,20 @@ pylayout_status pylayout_tensor_view(pylayout_tensor *base, const DLTensor *desc
         _pylayout_extent(t->dl.ndim, t->dl.shape, t->dl.strides, _pylayout_itemsize(t->dl.dtype), &vlo, &vhi);
         _pylayout_extent(base->dl.ndim, base->dl.shape, base->dl.strides, _pylayout_itemsize(base->dl.dtype),
                          &blo, &bhi);
-        /* Byte offsets are < 2^63 (checked), so these sums cannot overflow. */
-        int64_t v0 = (int64_t)t->dl.byte_offset, b0 = (int64_t)base->dl.byte_offset;
-        if (bnumel == 0 || v0 + vlo < b0 + blo || v0 + vhi > b0 + bhi) {
+        /* Byte offsets are < 2^63 and extents fit int64 (both checked), but
+         * their sums may not: an overflowing sum is out of bounds. */
+        int64_t v0 = (int64_t)t->dl.byte_offset, b0 = (int64_t)base->dl.byte_offset, vstart, vend, bstart, bend;
+        bool overflow = __builtin_add_overflow(v0, vlo, &vstart) || __builtin_add_overflow(v0, vhi, &vend) ||
+                        __builtin_add_overflow(b0, blo, &bstart) || __builtin_add_overflow(b0, bhi, &bend);
+        if (overflow || bnumel == 0 || vstart < bstart || vend > bend) {
             free(t);
+            if (overflow)
+                return _pylayout_fail(PYLAYOUT_ERR_OUT_OF_BOUNDS,
+                                      "the view's byte offset plus its extent overflows int64: it cannot lie "
+                                      "inside its base");
             return _pylayout_fail(PYLAYOUT_ERR_OUT_OF_BOUNDS,
                                   "the view spans bytes [%lld, %lld) of its base, which owns only [%lld, %lld)",
-                                  (long long)(v0 + vlo), (long long)(v0 + vhi), (long long)(b0 + blo),
-                                  (long long)(b0 + bhi));
+                                  (long long)vstart, (long long)vend, (long long)bstart, (long long)bend);
         }
     }
     pylayout_tensor_retain(base);
