@@ -15,6 +15,13 @@ capsules get a capsule destructor (also ctypes) that calls the deleter only
 if the capsule still carries its unconsumed name, as the DLPack spec says.
 Deleter calls on unknown / already deleted structures are recorded in
 STRAY_DELETES, which tests check is empty.
+
+Limitation: a ctypes callback cannot run while a Python exception is pending
+(CPython turns the callback's normal return into SystemError, and a pure-Python
+callback cannot PyErr_Fetch/PyErr_Restore around itself).  C destructors handle
+that case; these cannot.  So the producers below keep every capsule they hand
+out (`capsules`) and the tests drop them only after the consumer's call has
+returned, never letting a ctypes destructor or deleter run on an error path.
 """
 from __future__ import annotations
 
@@ -72,12 +79,7 @@ class DLManagedTensorVersioned(ctypes.Structure):
 
 
 # Exchange API (DLPack 1.3 C exchange API), for reading other libraries' tables.
-ALLOCATOR = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_void_p)
-FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)))
-TO_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLManagedTensorVersioned), ctypes.POINTER(ctypes.c_void_p))
-DLTENSOR_FROM_PY = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))
-CURRENT_STREAM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+# Function pointers stay c_void_p here; test_exchange_api.py casts them to prototypes.
 
 
 class DLPackExchangeAPIHeader(ctypes.Structure):
@@ -108,16 +110,19 @@ _check_abi()
 
 # ---------------------------------------------------------- Python C API
 
-_api = ctypes.pythonapi
+# Private prototypes (never touch the shared ctypes.pythonapi attributes' argtypes).
+_py = ctypes.pythonapi
 CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_void_p, CAPSULE_DESTRUCTOR]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
-_api.PyCapsule_IsValid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-_api.PyCapsule_GetName.restype = ctypes.c_char_p
-_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p, CAPSULE_DESTRUCTOR)(
+    ("PyCapsule_New", _py))
+_PyCapsule_GetName = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", _py))
+_PyCapsule_GetPointer_obj = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _py))
+# Used inside the capsule destructor.  PYFUNCTYPE: they hold the GIL.
+_PyCapsule_IsValid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
+    ("PyCapsule_IsValid", _py))
+_PyCapsule_GetPointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
+    ("PyCapsule_GetPointer", _py))
 
 # Capsule names must outlive every capsule: module-level buffers.
 NAME_VERSIONED = ctypes.create_string_buffer(b"dltensor_versioned")
@@ -125,11 +130,18 @@ NAME_LEGACY = ctypes.create_string_buffer(b"dltensor")
 NAME_USED_VERSIONED = ctypes.create_string_buffer(b"used_dltensor_versioned")
 NAME_USED_LEGACY = ctypes.create_string_buffer(b"used_dltensor")
 NAME_BOGUS = ctypes.create_string_buffer(b"not_a_dltensor")
+_NAME_PTRS = ((ctypes.c_void_p(ctypes.addressof(NAME_VERSIONED)), "versioned"),
+              (ctypes.c_void_p(ctypes.addressof(NAME_LEGACY)), "legacy"))
 
 
 def capsule_name(capsule) -> str | None:
-    name = _api.PyCapsule_GetName(capsule)
+    name = _PyCapsule_GetName(capsule)
     return None if name is None else name.decode()
+
+
+def capsule_pointer(capsule, name: bytes) -> int:
+    """PyCapsule_GetPointer(capsule, name) as an int."""
+    return _PyCapsule_GetPointer_obj(capsule, name)
 
 
 # ------------------------------------------------------------ records
@@ -163,9 +175,11 @@ def _versioned_deleter(addr):
 @CAPSULE_DESTRUCTOR
 def _capsule_destructor(capsule_addr):
     # The capsule is being destroyed: run the deleter only if nobody consumed it.
-    for name, struct_type in ((NAME_VERSIONED, DLManagedTensorVersioned), (NAME_LEGACY, DLManagedTensor)):
-        if _api.PyCapsule_IsValid(capsule_addr, name.value):
-            ptr = _api.PyCapsule_GetPointer(capsule_addr, name.value)
+    cap = ctypes.c_void_p(capsule_addr)
+    for name, kind in _NAME_PTRS:
+        if _PyCapsule_IsValid(cap, name):
+            ptr = _PyCapsule_GetPointer(cap, name)
+            struct_type = DLManagedTensorVersioned if kind == "versioned" else DLManagedTensor
             m = struct_type.from_address(ptr)
             DESTRUCTOR_CALLS.append(ptr)
             if m.deleter:
@@ -229,8 +243,8 @@ class Record:
             ndim=ndim,
             dtype=DLDataType(*dtype),
             shape=ctypes.cast(self.shape_arr, ctypes.POINTER(ctypes.c_int64)),
-            strides=(ctypes.cast(self.strides_arr, ctypes.POINTER(ctypes.c_int64)) if self.strides_arr is not None
-                     else ctypes.POINTER(ctypes.c_int64)()),
+            strides=(ctypes.cast(self.strides_arr, ctypes.POINTER(ctypes.c_int64))
+                     if self.strides_arr is not None else ctypes.POINTER(ctypes.c_int64)()),
             byte_offset=byte_offset,
         )
         if versioned:
@@ -251,7 +265,7 @@ class Record:
     def capsule(self, name=None):
         """A new PyCapsule owning this managed tensor (destructor in ctypes)."""
         name = self.name if name is None else name
-        return _api.PyCapsule_New(self.address, ctypes.addressof(name), _capsule_destructor)
+        return _PyCapsule_New(self.address, ctypes.addressof(name), _capsule_destructor)
 
     def read_bytes(self, offset, n):
         return bytes(self.buffer[offset:offset + n])
@@ -270,16 +284,24 @@ def live_count() -> int:
 
 
 class LegacyOnlyProducer:
-    """A pre-1.0 producer: __dlpack__ takes no keyword arguments at all."""
+    """A pre-1.0 producer: __dlpack__ takes no keyword arguments at all.
 
-    def __init__(self, record: Record, device=(kDLCPU, 0)):
-        self.record = record
+    `factory()` makes a new Record (legacy or versioned) for every call."""
+
+    def __init__(self, factory, device=(kDLCPU, 0)):
+        self.factory = factory
         self.device = device
         self.calls = 0
+        self.records: list[Record] = []
+        self.capsules: list = []
 
     def __dlpack__(self):
         self.calls += 1
-        return self.record.capsule()
+        rec = self.factory()
+        self.records.append(rec)
+        cap = rec.capsule()
+        self.capsules.append(cap)
+        return cap
 
     def __dlpack_device__(self):
         return self.device
@@ -293,13 +315,16 @@ class RecordingProducer:
         self.device = device
         self.calls: list[dict] = []
         self.records: list[Record] = []
+        self.capsules: list = []
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kw = dict(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
         self.calls.append(kw)
         rec = self.factory(kw)
         self.records.append(rec)
-        return rec.capsule()
+        cap = rec.capsule()
+        self.capsules.append(cap)
+        return cap
 
     def __dlpack_device__(self):
         return self.device
@@ -314,7 +339,7 @@ def exchange_api_of(obj_or_type):
     name = capsule_name(cap)
     if name != "dlpack_exchange_api":
         raise AssertionError(f"exchange API capsule is named {name!r}")
-    ptr = _api.PyCapsule_GetPointer(ctypes.c_void_p(id(cap)), b"dlpack_exchange_api")
+    ptr = capsule_pointer(cap, b"dlpack_exchange_api")
     return DLPackExchangeAPI.from_address(ptr)
 
 

@@ -12,7 +12,6 @@ ambiguous C == 1, H == W == 1 and N111 cases.
 """
 from __future__ import annotations
 
-import gc
 import os
 import random
 
@@ -36,7 +35,6 @@ def _no_stray_deletes():
     """Every test: no deleter of a ctypes-produced tensor may run twice."""
     del _producers.STRAY_DELETES[:]
     yield
-    gc.collect()
     stray = list(_producers.STRAY_DELETES)
     del _producers.STRAY_DELETES[:]
     assert not stray, f"DLPack deleters ran on already-deleted tensors (double delete): {stray}"
@@ -175,7 +173,8 @@ def _layout_ambiguous(torch, rng, dtype):
     if how == "contiguous":
         x = torch.empty(shape, dtype=dtype)
     elif how == "cl":
-        x = torch.empty(shape, dtype=dtype, memory_format=torch.channels_last_3d if three else torch.channels_last)
+        fmt = torch.channels_last_3d if three else torch.channels_last
+        x = torch.empty(shape, dtype=dtype, memory_format=fmt)
     elif how == "order":
         order = list(range(ndim))
         rng.shuffle(order)

@@ -186,7 +186,7 @@ def test_suggest_format_numpy_input(torch, np, layouts):
 
 def _empty_like_format(torch, x, fmt_objs):
     y = torch.empty_like(x)
-    names = ["contiguous"] + (["channels_last"] if x.ndim == 4 else []) + (["channels_last_3d"] if x.ndim == 5 else [])
+    names = ["contiguous"] + {4: ["channels_last"], 5: ["channels_last_3d"]}.get(x.ndim, [])
     match = {n for n in names if torch.empty(x.shape, memory_format=fmt_objs[n]).stride() == y.stride()}
     return y, match
 
@@ -248,8 +248,9 @@ def test_empty_like_oracle(torch, layouts, fmt_objs):
         if py not in match:
             disagree += 1
             if len(examples) < 5:
-                examples.append(f"{desc}: empty_like strides {y.stride()} ({sorted(match) or 'no named format'}),"
-                                f" suggest_memory_format {py}")
+                named = sorted(match) or "no named format"
+                examples.append(f"{desc}: empty_like strides {y.stride()} ({named}), "
+                                f"suggest_memory_format {py}")
             continue
         if got not in match:
             bad.append((desc, "empty_like", match, "pylayout", got))
@@ -258,7 +259,8 @@ def test_empty_like_oracle(torch, layouts, fmt_objs):
         warnings.warn(
             f"torch oracles disagree on {disagree} of {non_dense} non-dense layouts: torch.empty_like "
             f"(preserve_format) keeps the input's stride order (infer_dense_strides) instead of using "
-            f"suggest_memory_format; pylayout follows suggest_memory_format. Examples: " + " | ".join(examples),
+            "suggest_memory_format; pylayout follows suggest_memory_format. Examples: "
+            + " | ".join(examples),
             stacklevel=1,
         )
     _report(bad, "pylayout.suggest_format differs from torch.empty_like where torch's oracles agree")
