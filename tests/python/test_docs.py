@@ -27,19 +27,22 @@ def test_readme_quickstart_runs_and_says_true():
     pytest.importorskip("numpy", reason="the README quickstart uses NumPy")
     blocks = _readme_python_blocks()
     assert blocks, "README.md should contain a Python quickstart"
+    namespace: dict = {}  # the README reads top to bottom: later blocks use earlier names
+    checked = 0
     for block in blocks:
-        namespace: dict = {}
         lines = block.splitlines()
         code = []
         for line in lines:
             # "expr   # value" lines: check that expr evaluates to value.
-            m = re.match(r"^(?!\w+ = )(.+?)\s+#\s*(True|False|\(.*\)|'[^']*')", line)
+            m = re.match(r"^(?!\w+ = )(.+?)\s+#\s*(True|False|\(.*\)|'[^']*'|torch\.Size\(.*\))", line)
             if m:
                 expr, want = m.group(1), m.group(2)
                 exec("\n".join(code), namespace)
                 code = []
                 got = eval(expr, namespace)
-                assert got == eval(want), f"README line {line!r}: got {got!r}"
+                assert got == eval(want, namespace), f"README line {line!r}: got {got!r}"
+                checked += 1
             else:
                 code.append(line)
         exec("\n".join(code), namespace)
+    assert checked >= 10, f"only {checked} README claims were checked"
