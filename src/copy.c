@@ -14,7 +14,8 @@
  *   ROWS       innermost dim unit-stride in both: memcpy of rows;
  *   TRANSPOSE  dst unit-stride along dim a, src smallest-stride along another
  *              dim b: cache-blocked tiles with SIMD in-register transposes
- *              (copy_x86.c, chosen at run time) or a portable 2-D loop;
+ *              (copy_x86.c, chosen at run time; streaming stores for large
+ *              copies) or a portable 2-D loop;
  *   STRIDED    anything else (broadcast sources, strided dsts): a 2-D loop.
  */
 #include <stdatomic.h>
@@ -28,11 +29,20 @@
 #include "copy_kernels.h"
 #include "internal.h"
 
-/* Copies smaller than this run on the calling thread.  An OpenMP parallel
- * region costs ~1-3 us to start and join on the 2-core machine this was tuned
- * on (tools/bench_copy.c, "threshold" section: 2 threads first beat 1 thread
- * at 128-256 KiB for both memcpy-like and transposing copies). */
-#define PL_PARALLEL_MIN_BYTES ((int64_t)256 * 1024)
+/* Copies smaller than this run on the calling thread.  Measured with
+ * `bench_copy threshold` on the 2-core dev VM: an empty 2-thread region
+ * costs ~0.6 us (16 KiB memcpy: 0.11 us on 1 thread, 0.73 us on 2); 2
+ * threads first win at 64-128 KiB (128 KiB memcpy 2.9 us -> 2.1 us; 256 KiB
+ * transpose 11.8 us -> 6.7 us). */
+#define PL_PARALLEL_MIN_BYTES ((int64_t)128 * 1024)
+
+/* Transposes at least this large write dst with streaming stores (whole
+ * 64-byte lines, no read-for-ownership; copy_x86.c).  Measured with
+ * float32 n x n transposes, 1 thread, on the 2-core dev VM: n=512 (1 MiB)
+ * 11.7 GB/s streaming vs 13.9 cached; n=1024 (4 MiB) 11.1 vs 7.4; n=2048
+ * 9.8 vs 3.0; n=8192 9.4 vs 2.4.  Below ~L2 size cached stores win, and
+ * leave the result in cache for whoever reads it next. */
+#define PL_STREAM_MIN_BYTES ((int64_t)4 * 1024 * 1024)
 
 /* ------------------------------------------------------------ dispatch */
 
@@ -51,6 +61,7 @@ PL_DEFINE_SCALAR_TILE(pl_tile16_scalar, 16, _pl_move2d_16)
 static const _pylayout_copy_kernels pl_kernels_scalar = {
     "scalar",
     {pl_tile1_scalar, pl_tile2_scalar, pl_tile4_scalar, pl_tile8_scalar, pl_tile16_scalar},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static _Atomic(const _pylayout_copy_kernels *) pl_kernels_chosen;
@@ -169,12 +180,12 @@ static int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Tile edge (elements) for transposes: 64 x 64 floats, 32 x 32 doubles --
- * 8-16 KiB per tile side, which with the 2Vx2V inner order keeps both sides
- * in L1 even for power-of-two leading dimensions (tools/bench_copy.c). */
+/* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
+ * doubles, 8-16 KiB per side.  The 2Vx2V group order inside a tile finishes
+ * every cache line it touches, so power-of-two leading dimensions do not
+ * thrash L1; tile sizes from 32 to 512 elements measured within noise. */
 static int64_t pl_transpose_tile(size_t itemsize)
 {
-    if (getenv("PLT")) return atoi(getenv("PLT")) / (int64_t)itemsize; /* TEMP tuning */
     switch (itemsize) {
     case 1: return 128;
     case 2: return 64;
@@ -246,15 +257,29 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
         p.ta = pl_min(p.na, t);
         p.tb = pl_min(p.nb, pl_max(t, t * t / p.ta)); /* thin a: longer b strips */
         int lg = pl_log2_itemsize(itemsize);
-        if (lg >= 0 && p.dsa == is && p.ssb == is)
-            p.tile = _pylayout_copy_kernels_get()->tile[lg];
+        if (lg >= 0 && p.dsa == is && p.ssb == is) {
+            const _pylayout_copy_kernels *k = _pylayout_copy_kernels_get();
+            p.tile = k->tile[lg];
+            if (total_bytes >= PL_STREAM_MIN_BYTES && k->tile_stream[lg] != NULL && p.dsb % 64 == 0 &&
+                p.na * is >= 64) {
+                /* whole dst lines per step: tiles 64 bytes along a, one
+                 * page of src along b */
+                p.tile = k->tile_stream[lg];
+                p.ta = 64 / is;
+                p.tb = pl_min(p.nb, 4096 / is);
+            }
+        }
     } else {
-        /* Units of ~64 KiB-4 MiB; when parallel, at least 4 per thread so
-         * the static split balances. */
-        int64_t unit = 4 * 1024 * 1024;
-        if (parallel)
-            unit = pl_max(64 * 1024, pl_min(unit, total_bytes / (4 * nthreads)));
-        int64_t unit_elems = pl_max(1, unit / is);
+        /* Serially, one unit: memcpy sees whole rows and picks its own
+         * strategy (glibc streams above its non-temporal threshold, which
+         * chunking would hide from it).  In parallel, one unit per thread
+         * for a single block of memory, else >= 4 per thread so the static
+         * split balances. */
+        int64_t unit_elems = INT64_MAX;
+        if (parallel && n == 1)
+            unit_elems = pl_ceil_div(p.na, nthreads);
+        else if (parallel)
+            unit_elems = pl_max(1, pl_max(64 * 1024, total_bytes / (4 * nthreads)) / is);
         p.ta = pl_min(p.na, unit_elems);
         p.tb = pl_min(p.nb, pl_max(1, unit_elems / p.ta));
     }

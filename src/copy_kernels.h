@@ -22,6 +22,11 @@ typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64
 typedef struct _pylayout_copy_kernels {
     const char *name;
     _pylayout_tile_fn tile[5];
+    /* Variants with non-temporal (streaming) stores for copies much larger
+     * than the caches, NULL where none exists.  They want tiles 64 bytes
+     * wide along i, fall back to cached stores when dst or dsb is not
+     * 64-byte aligned, and fence before returning. */
+    _pylayout_tile_fn tile_stream[5];
 } _pylayout_copy_kernels;
 
 /* The kernels chosen at run time for this CPU (first call decides; thread-safe). */
@@ -40,11 +45,22 @@ extern const _pylayout_copy_kernels _pylayout_copy_kernels_avx2;
 /* Portable strided 2-D move of fixed-size elements, used for tile edges and
  * for layouts no SIMD kernel fits.  For j < nb, i < na:
  *     dst[j * dsb + i * dsa] = src[j * ssb + i * ssa]
- * The fixed-size memcpy compiles to one load and one store. */
+ * The fixed-size memcpy compiles to one load and one store.  The longer
+ * extent goes innermost: thin tiles (NCHW -> NHWC with 3 channels gives
+ * na = 3) would otherwise pay loop overhead per element. */
 #define PL_DEFINE_MOVE2D(NAME, SIZE)                                                                     \
     static inline void NAME(const char *src, int64_t ssa, int64_t ssb, char *dst, int64_t dsa,          \
                             int64_t dsb, int64_t na, int64_t nb)                                        \
     {                                                                                                    \
+        if (na < 8 && nb > na) {                                                                         \
+            for (int64_t i = 0; i < na; i++) {                                                           \
+                const char *s = src + i * ssa;                                                           \
+                char *d = dst + i * dsa;                                                                 \
+                for (int64_t j = 0; j < nb; j++)                                                         \
+                    memcpy(d + j * dsb, s + j * ssb, SIZE);                                              \
+            }                                                                                            \
+            return;                                                                                      \
+        }                                                                                                \
         for (int64_t j = 0; j < nb; j++) {                                                               \
             const char *s = src + j * ssb;                                                               \
             char *d = dst + j * dsb;                                                                     \
@@ -62,7 +78,8 @@ PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
 /* Builds a tile kernel from a VxV micro-kernel MICRO(src, ssa, dst, dsb).
  * Full blocks are visited in 2Vx2V groups so that the cache lines a group
  * touches are finished before it moves on (this is what keeps power-of-two
- * leading dimensions from thrashing L1); edges go through MOVE2D. */
+ * leading dimensions from thrashing L1); the two blocks that share dst rows
+ * run back to back.  Edges go through MOVE2D. */
 #define PL_DEFINE_TILE(NAME, ATTR, SIZE, V, MICRO, MOVE2D)                                              \
     ATTR static void NAME##_blocks(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t i0,    \
                                    int64_t i1, int64_t j0, int64_t j1)                                  \
@@ -86,8 +103,8 @@ PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
                 const char *s = src + i * ssa + j * (SIZE);                                              \
                 char *d = dst + j * dsb + i * (SIZE);                                                    \
                 MICRO(s, ssa, d, dsb);                                                                   \
-                MICRO(s + (V) * (SIZE), ssa, d + (V) * dsb, dsb);                                        \
                 MICRO(s + (V) * ssa, ssa, d + (V) * (SIZE), dsb);                                        \
+                MICRO(s + (V) * (SIZE), ssa, d + (V) * dsb, dsb);                                        \
                 MICRO(s + (V) * ssa + (V) * (SIZE), ssa, d + (V) * dsb + (V) * (SIZE), dsb);             \
             }                                                                                            \
         }                                                                                                \

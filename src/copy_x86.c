@@ -20,8 +20,11 @@
 
 /* ------------------------------------------------------------------ SSE2 */
 
+/* Each pl_tNxN_* loads a VxV block (V src rows ssa bytes apart) and leaves
+ * its transpose in o[]: o[k] is column k of the block, i.e. dst row k. */
+
 /* 16x16 bytes: four rounds of interleaving (8, 16, 32, 64-bit units). */
-static inline void pl_micro1_sse2(const char *s, int64_t ssa, char *d, int64_t dsb)
+static inline void pl_t16x16_epi8(const char *s, int64_t ssa, __m128i o[16])
 {
     __m128i r[16], a[16], b[16], c[16];
 #pragma GCC unroll 16
@@ -49,13 +52,13 @@ static inline void pl_micro1_sse2(const char *s, int64_t ssa, char *d, int64_t d
     }
 #pragma GCC unroll 8
     for (int q = 0; q < 8; q++) {
-        _mm_storeu_si128((__m128i *)(void *)(d + (2 * q) * dsb), _mm_unpacklo_epi64(c[q], c[8 + q]));
-        _mm_storeu_si128((__m128i *)(void *)(d + (2 * q + 1) * dsb), _mm_unpackhi_epi64(c[q], c[8 + q]));
+        o[2 * q] = _mm_unpacklo_epi64(c[q], c[8 + q]);
+        o[2 * q + 1] = _mm_unpackhi_epi64(c[q], c[8 + q]);
     }
 }
 
 /* 8x8 of 16-bit elements. */
-static inline void pl_micro2_sse2(const char *s, int64_t ssa, char *d, int64_t dsb)
+static inline void pl_t8x8_epi16(const char *s, int64_t ssa, __m128i o[8])
 {
     __m128i r[8];
 #pragma GCC unroll 8
@@ -69,18 +72,18 @@ static inline void pl_micro2_sse2(const char *s, int64_t ssa, char *d, int64_t d
     __m128i b2 = _mm_unpacklo_epi32(a4, a6), b3 = _mm_unpackhi_epi32(a4, a6);
     __m128i b4 = _mm_unpacklo_epi32(a1, a3), b5 = _mm_unpackhi_epi32(a1, a3);
     __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
-    _mm_storeu_si128((__m128i *)(void *)(d + 0 * dsb), _mm_unpacklo_epi64(b0, b2));
-    _mm_storeu_si128((__m128i *)(void *)(d + 1 * dsb), _mm_unpackhi_epi64(b0, b2));
-    _mm_storeu_si128((__m128i *)(void *)(d + 2 * dsb), _mm_unpacklo_epi64(b1, b3));
-    _mm_storeu_si128((__m128i *)(void *)(d + 3 * dsb), _mm_unpackhi_epi64(b1, b3));
-    _mm_storeu_si128((__m128i *)(void *)(d + 4 * dsb), _mm_unpacklo_epi64(b4, b6));
-    _mm_storeu_si128((__m128i *)(void *)(d + 5 * dsb), _mm_unpackhi_epi64(b4, b6));
-    _mm_storeu_si128((__m128i *)(void *)(d + 6 * dsb), _mm_unpacklo_epi64(b5, b7));
-    _mm_storeu_si128((__m128i *)(void *)(d + 7 * dsb), _mm_unpackhi_epi64(b5, b7));
+    o[0] = _mm_unpacklo_epi64(b0, b2);
+    o[1] = _mm_unpackhi_epi64(b0, b2);
+    o[2] = _mm_unpacklo_epi64(b1, b3);
+    o[3] = _mm_unpackhi_epi64(b1, b3);
+    o[4] = _mm_unpacklo_epi64(b4, b6);
+    o[5] = _mm_unpackhi_epi64(b4, b6);
+    o[6] = _mm_unpacklo_epi64(b5, b7);
+    o[7] = _mm_unpackhi_epi64(b5, b7);
 }
 
 /* 4x4 of 32-bit elements. */
-static inline void pl_micro4_sse2(const char *s, int64_t ssa, char *d, int64_t dsb)
+static inline void pl_t4x4_ps(const char *s, int64_t ssa, __m128 o[4])
 {
     __m128 r0 = _mm_loadu_ps((const float *)(const void *)(s));
     __m128 r1 = _mm_loadu_ps((const float *)(const void *)(s + ssa));
@@ -88,28 +91,87 @@ static inline void pl_micro4_sse2(const char *s, int64_t ssa, char *d, int64_t d
     __m128 r3 = _mm_loadu_ps((const float *)(const void *)(s + 3 * ssa));
     __m128 t0 = _mm_unpacklo_ps(r0, r1), t1 = _mm_unpacklo_ps(r2, r3);
     __m128 t2 = _mm_unpackhi_ps(r0, r1), t3 = _mm_unpackhi_ps(r2, r3);
-    _mm_storeu_ps((float *)(void *)(d), _mm_movelh_ps(t0, t1));
-    _mm_storeu_ps((float *)(void *)(d + dsb), _mm_movehl_ps(t1, t0));
-    _mm_storeu_ps((float *)(void *)(d + 2 * dsb), _mm_movelh_ps(t2, t3));
-    _mm_storeu_ps((float *)(void *)(d + 3 * dsb), _mm_movehl_ps(t3, t2));
+    o[0] = _mm_movelh_ps(t0, t1);
+    o[1] = _mm_movehl_ps(t1, t0);
+    o[2] = _mm_movelh_ps(t2, t3);
+    o[3] = _mm_movehl_ps(t3, t2);
 }
 
 /* 2x2 of 64-bit elements. */
-static inline void pl_micro8_sse2(const char *s, int64_t ssa, char *d, int64_t dsb)
+static inline void pl_t2x2_pd(const char *s, int64_t ssa, __m128d o[2])
 {
     __m128d r0 = _mm_loadu_pd((const double *)(const void *)(s));
     __m128d r1 = _mm_loadu_pd((const double *)(const void *)(s + ssa));
-    _mm_storeu_pd((double *)(void *)(d), _mm_unpacklo_pd(r0, r1));
-    _mm_storeu_pd((double *)(void *)(d + dsb), _mm_unpackhi_pd(r0, r1));
+    o[0] = _mm_unpacklo_pd(r0, r1);
+    o[1] = _mm_unpackhi_pd(r0, r1);
 }
 
 /* 1x1 of 128-bit elements: a transpose of whole vectors is a plain move. */
-static inline void pl_micro16_sse2(const char *s, int64_t ssa, char *d, int64_t dsb)
+static inline void pl_t1x1_si128(const char *s, int64_t ssa, __m128i o[1])
 {
     (void)ssa;
-    (void)dsb;
-    _mm_storeu_si128((__m128i *)(void *)d, _mm_loadu_si128((const __m128i *)(const void *)s));
+    o[0] = _mm_loadu_si128((const __m128i *)(const void *)s);
 }
+
+/* Unaligned (cached) and streaming stores of one vector, by type. */
+static inline void pl_storeu_si128(char *d, __m128i v) { _mm_storeu_si128((__m128i *)(void *)d, v); }
+static inline void pl_storeu_ps(char *d, __m128 v) { _mm_storeu_ps((float *)(void *)d, v); }
+static inline void pl_storeu_pd(char *d, __m128d v) { _mm_storeu_pd((double *)(void *)d, v); }
+static inline void pl_stream_si128(char *d, __m128i v) { _mm_stream_si128((__m128i *)(void *)d, v); }
+static inline void pl_stream_ps(char *d, __m128 v) { _mm_stream_ps((float *)(void *)d, v); }
+static inline void pl_stream_pd(char *d, __m128d v) { _mm_stream_pd((double *)(void *)d, v); }
+
+/* A VxV micro-kernel (see PL_DEFINE_TILE) from a transpose and a store. */
+#define PL_DEFINE_MICRO(NAME, ATTR, V, VEC, TRANSPOSE, STORE)                                           \
+    ATTR static inline void NAME(const char *s, int64_t ssa, char *d, int64_t dsb)                      \
+    {                                                                                                    \
+        VEC o[V];                                                                                        \
+        TRANSPOSE(s, ssa, o);                                                                            \
+        for (int k = 0; k < (V); k++)                                                                    \
+            STORE(d + k * dsb, o[k]);                                                                    \
+    }
+
+/* Streaming tile kernels, for copies much larger than the caches.  Each step
+ * transposes K = 64 / (V * SIZE) blocks stacked along i and writes each of
+ * the V dst rows as one whole 64-byte line of back-to-back streaming stores,
+ * so the line goes to memory without the read-for-ownership a cached store
+ * costs.  Measured on 8192x8192 float32 (tools/bench_copy.c, 1 thread):
+ * ~2.5 GB/s with cached stores, ~9 GB/s streaming whole lines, ~1 GB/s
+ * streaming the same lines in halves far apart.  Needs dst and dsb 64-byte
+ * aligned (else the cached-store tile runs); copy.c gives it tiles one line
+ * wide along i.  Fences before returning. */
+#define PL_DEFINE_STREAM_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STREAM, CACHED_TILE, MOVE2D)         \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        enum { K = 64 / ((V) * (SIZE)), LINE = 64 / (SIZE) };                                            \
+        if ((((uintptr_t)dst) | (uintptr_t)dsb) & 63) {                                                  \
+            CACHED_TILE(src, ssa, dst, dsb, na, nb);                                                     \
+            return;                                                                                      \
+        }                                                                                                \
+        const int64_t nal = na / LINE * LINE, nbv = nb / (V) * (V);                                      \
+        for (int64_t i = 0; i < nal; i += LINE)                                                          \
+            for (int64_t j = 0; j < nbv; j += (V)) {                                                     \
+                VEC o[K][V];                                                                             \
+                const char *s = src + i * ssa + j * (SIZE);                                              \
+                char *d = dst + j * dsb + i * (SIZE);                                                    \
+                for (int q = 0; q < K; q++)                                                              \
+                    TRANSPOSE(s + q * (V) * ssa, ssa, o[q]);                                             \
+                for (int k = 0; k < (V); k++)                                                            \
+                    for (int q = 0; q < K; q++)                                                          \
+                        STREAM(d + k * dsb + q * (V) * (SIZE), o[q][k]);                                 \
+            }                                                                                            \
+        if (nbv < nb)                                                                                    \
+            MOVE2D(src + nbv * (SIZE), ssa, SIZE, dst + nbv * dsb, SIZE, dsb, nal, nb - nbv);            \
+        if (nal < na)                                                                                    \
+            CACHED_TILE(src + nal * ssa, ssa, dst + nal * (SIZE), dsb, na - nal, nb);                    \
+        _mm_sfence();                                                                                    \
+    }
+
+PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
+PL_DEFINE_MICRO(pl_micro2_sse2, PL_SSE2, 8, __m128i, pl_t8x8_epi16, pl_storeu_si128)
+PL_DEFINE_MICRO(pl_micro4_sse2, PL_SSE2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
+PL_DEFINE_MICRO(pl_micro8_sse2, PL_SSE2, 2, __m128d, pl_t2x2_pd, pl_storeu_pd)
+PL_DEFINE_MICRO(pl_micro16_sse2, PL_SSE2, 1, __m128i, pl_t1x1_si128, pl_storeu_si128)
 
 PL_DEFINE_TILE(pl_tile1_sse2, PL_SSE2, 1, 16, pl_micro1_sse2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_sse2, PL_SSE2, 2, 8, pl_micro2_sse2, _pl_move2d_2)
@@ -117,16 +179,26 @@ PL_DEFINE_TILE(pl_tile4_sse2, PL_SSE2, 4, 4, pl_micro4_sse2, _pl_move2d_4)
 PL_DEFINE_TILE(pl_tile8_sse2, PL_SSE2, 8, 2, pl_micro8_sse2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_sse2, PL_SSE2, 16, 1, pl_micro16_sse2, _pl_move2d_16)
 
+PL_DEFINE_STREAM_TILE(pl_stile1_sse2, PL_SSE2, 1, 16, __m128i, pl_t16x16_epi8, pl_stream_si128, pl_tile1_sse2,
+                      _pl_move2d_1)
+PL_DEFINE_STREAM_TILE(pl_stile2_sse2, PL_SSE2, 2, 8, __m128i, pl_t8x8_epi16, pl_stream_si128, pl_tile2_sse2,
+                      _pl_move2d_2)
+PL_DEFINE_STREAM_TILE(pl_stile4_sse2, PL_SSE2, 4, 4, __m128, pl_t4x4_ps, pl_stream_ps, pl_tile4_sse2, _pl_move2d_4)
+PL_DEFINE_STREAM_TILE(pl_stile8_sse2, PL_SSE2, 8, 2, __m128d, pl_t2x2_pd, pl_stream_pd, pl_tile8_sse2, _pl_move2d_8)
+PL_DEFINE_STREAM_TILE(pl_stile16_sse2, PL_SSE2, 16, 1, __m128i, pl_t1x1_si128, pl_stream_si128, pl_tile16_sse2,
+                      _pl_move2d_16)
+
 const _pylayout_copy_kernels _pylayout_copy_kernels_sse2 = {
     "sse2",
     {pl_tile1_sse2, pl_tile2_sse2, pl_tile4_sse2, pl_tile8_sse2, pl_tile16_sse2},
+    {pl_stile1_sse2, pl_stile2_sse2, pl_stile4_sse2, pl_stile8_sse2, pl_stile16_sse2},
 };
 
 /* ------------------------------------------------------------------ AVX2 */
 
 /* 8x8 of 32-bit elements in registers: interleave pairs, then quads, then
  * swap 128-bit halves. */
-PL_AVX2 static inline void pl_micro4_avx2(const char *s, int64_t ssa, char *d, int64_t dsb)
+PL_AVX2 static inline void pl_t8x8_ps(const char *s, int64_t ssa, __m256 o[8])
 {
     __m256 r0 = _mm256_loadu_ps((const float *)(const void *)(s));
     __m256 r1 = _mm256_loadu_ps((const float *)(const void *)(s + ssa));
@@ -148,18 +220,18 @@ PL_AVX2 static inline void pl_micro4_avx2(const char *s, int64_t ssa, char *d, i
     __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
     __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
     __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-    _mm256_storeu_ps((float *)(void *)(d), _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps((float *)(void *)(d + dsb), _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps((float *)(void *)(d + 2 * dsb), _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps((float *)(void *)(d + 3 * dsb), _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps((float *)(void *)(d + 4 * dsb), _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps((float *)(void *)(d + 5 * dsb), _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps((float *)(void *)(d + 6 * dsb), _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps((float *)(void *)(d + 7 * dsb), _mm256_permute2f128_ps(u3, u7, 0x31));
+    o[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    o[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    o[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    o[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
 /* 4x4 of 64-bit elements. */
-PL_AVX2 static inline void pl_micro8_avx2(const char *s, int64_t ssa, char *d, int64_t dsb)
+PL_AVX2 static inline void pl_t4x4_pd(const char *s, int64_t ssa, __m256d o[4])
 {
     __m256d r0 = _mm256_loadu_pd((const double *)(const void *)(s));
     __m256d r1 = _mm256_loadu_pd((const double *)(const void *)(s + ssa));
@@ -167,26 +239,24 @@ PL_AVX2 static inline void pl_micro8_avx2(const char *s, int64_t ssa, char *d, i
     __m256d r3 = _mm256_loadu_pd((const double *)(const void *)(s + 3 * ssa));
     __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
     __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-    _mm256_storeu_pd((double *)(void *)(d), _mm256_permute2f128_pd(t0, t2, 0x20));
-    _mm256_storeu_pd((double *)(void *)(d + dsb), _mm256_permute2f128_pd(t1, t3, 0x20));
-    _mm256_storeu_pd((double *)(void *)(d + 2 * dsb), _mm256_permute2f128_pd(t0, t2, 0x31));
-    _mm256_storeu_pd((double *)(void *)(d + 3 * dsb), _mm256_permute2f128_pd(t1, t3, 0x31));
+    o[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    o[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    o[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    o[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-/* The 1- and 2-byte SSE2 kernels, recompiled with AVX encodings (VEX, no
- * transition penalties next to the 256-bit kernels). */
-PL_AVX2 static inline void pl_micro1_avx2(const char *s, int64_t ssa, char *d, int64_t dsb)
-{
-    pl_micro1_sse2(s, ssa, d, dsb);
-}
-PL_AVX2 static inline void pl_micro2_avx2(const char *s, int64_t ssa, char *d, int64_t dsb)
-{
-    pl_micro2_sse2(s, ssa, d, dsb);
-}
-PL_AVX2 static inline void pl_micro16_avx2(const char *s, int64_t ssa, char *d, int64_t dsb)
-{
-    pl_micro16_sse2(s, ssa, d, dsb);
-}
+PL_AVX2 static inline void pl_storeu_ps256(char *d, __m256 v) { _mm256_storeu_ps((float *)(void *)d, v); }
+PL_AVX2 static inline void pl_storeu_pd256(char *d, __m256d v) { _mm256_storeu_pd((double *)(void *)d, v); }
+PL_AVX2 static inline void pl_stream_ps256(char *d, __m256 v) { _mm256_stream_ps((float *)(void *)d, v); }
+PL_AVX2 static inline void pl_stream_pd256(char *d, __m256d v) { _mm256_stream_pd((double *)(void *)d, v); }
+
+/* The 1-, 2- and 16-byte kernels are the SSE2 ones, recompiled here with
+ * VEX encodings (no SSE/AVX transition penalties next to 256-bit code). */
+PL_DEFINE_MICRO(pl_micro1_avx2, PL_AVX2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
+PL_DEFINE_MICRO(pl_micro2_avx2, PL_AVX2, 8, __m128i, pl_t8x8_epi16, pl_storeu_si128)
+PL_DEFINE_MICRO(pl_micro4_avx2, PL_AVX2, 8, __m256, pl_t8x8_ps, pl_storeu_ps256)
+PL_DEFINE_MICRO(pl_micro8_avx2, PL_AVX2, 4, __m256d, pl_t4x4_pd, pl_storeu_pd256)
+PL_DEFINE_MICRO(pl_micro16_avx2, PL_AVX2, 1, __m128i, pl_t1x1_si128, pl_storeu_si128)
 
 PL_DEFINE_TILE(pl_tile1_avx2, PL_AVX2, 1, 16, pl_micro1_avx2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_avx2, PL_AVX2, 2, 8, pl_micro2_avx2, _pl_move2d_2)
@@ -194,9 +264,21 @@ PL_DEFINE_TILE(pl_tile4_avx2, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
 PL_DEFINE_TILE(pl_tile8_avx2, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
+PL_DEFINE_STREAM_TILE(pl_stile1_avx2, PL_AVX2, 1, 16, __m128i, pl_t16x16_epi8, pl_stream_si128, pl_tile1_avx2,
+                      _pl_move2d_1)
+PL_DEFINE_STREAM_TILE(pl_stile2_avx2, PL_AVX2, 2, 8, __m128i, pl_t8x8_epi16, pl_stream_si128, pl_tile2_avx2,
+                      _pl_move2d_2)
+PL_DEFINE_STREAM_TILE(pl_stile4_avx2, PL_AVX2, 4, 8, __m256, pl_t8x8_ps, pl_stream_ps256, pl_tile4_avx2,
+                      _pl_move2d_4)
+PL_DEFINE_STREAM_TILE(pl_stile8_avx2, PL_AVX2, 8, 4, __m256d, pl_t4x4_pd, pl_stream_pd256, pl_tile8_avx2,
+                      _pl_move2d_8)
+PL_DEFINE_STREAM_TILE(pl_stile16_avx2, PL_AVX2, 16, 1, __m128i, pl_t1x1_si128, pl_stream_si128, pl_tile16_avx2,
+                      _pl_move2d_16)
+
 const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
     "avx2",
     {pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2, pl_tile8_avx2, pl_tile16_avx2},
+    {pl_stile1_avx2, pl_stile2_avx2, pl_stile4_avx2, pl_stile8_avx2, pl_stile16_avx2},
 };
 
 #else

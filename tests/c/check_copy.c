@@ -234,19 +234,28 @@ END_TEST
  * and misaligned, at both thread counts. */
 static void large_cases(void)
 {
+    static const int64_t sq1[2] = {2048, 2113}, sq2[2] = {1472, 1475};
     static const int64_t sq4[2] = {1032, 1040}, sq8[2] = {737, 731};
     static const int64_t nchw[4] = {2, 64, 65, 130};
     static const int rev[2] = {1, 0}, nhwc[4] = {0, 2, 3, 1};
     unsigned seed = 99;
+    check_perm(2, sq1, NULL, rev, 1);
+    check_perm(2, sq2, NULL, rev, 2);
     check_perm(2, sq4, NULL, rev, 4);
     check_perm(2, sq8, NULL, rev, 8);
     check_perm(4, nchw, NULL, nhwc, 4);
-    tens s, d; /* dst 4 bytes off 64-byte alignment: cached-store fallback */
-    tens_make(&s, 2, sq4, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
-    tens_make(&d, 2, sq4, rev, NULL, NULL, NULL, 4, 4, SENTINEL, &seed);
-    check_against_ref(&s.t, &d);
-    tens_free(&s);
-    tens_free(&d);
+    static const int64_t ragged[3] = {70, 64, 960}; /* a = 70: a partial line per tile */
+    static const int rperm[3] = {2, 1, 0};
+    check_perm(3, ragged, NULL, rperm, 1);
+    static const int64_t sq16[2] = {512, 520};
+    for (size_t is = 4; is <= 16; is *= 4) { /* dst off 64-byte alignment: cached-store fallback */
+        tens s, d;
+        tens_make(&s, 2, is == 4 ? sq4 : sq16, NULL, NULL, NULL, NULL, is, 0, -1, &seed);
+        tens_make(&d, 2, is == 4 ? sq4 : sq16, rev, NULL, NULL, NULL, is, is, SENTINEL, &seed);
+        check_against_ref(&s.t, &d);
+        tens_free(&s);
+        tens_free(&d);
+    }
 }
 
 START_TEST(test_transpose_large) { check_both_thread_counts(large_cases); }
