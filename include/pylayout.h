@@ -4,6 +4,7 @@
  * pylayout works on DLPack DLTensors (strided views of memory, strides in
  * elements).  It never copies unless asked to, and it preserves strides.
  *
+ *   Dtypes:  pylayout_dtype_name, pylayout_dtype_from_name
  *   Queries  (metadata only, any device):
  *       pylayout_validate, pylayout_numel, pylayout_is_contiguous,
  *       pylayout_suggest_format, pylayout_is_dense, pylayout_format_strides
@@ -107,6 +108,18 @@ PYLAYOUT_API const char *pylayout_strerror(pylayout_status status);
  * offending dimension, stride or device), or "" if none.  Never NULL.
  * The string stays valid until the next pylayout call on this thread. */
 PYLAYOUT_API const char *pylayout_last_error(void);
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* Points *name_ret at the NumPy/PyTorch name of `dtype` ("float32",
+ * "bfloat16", "complex64", "bool", "float8_e4m3fn", ...), a static string.
+ * Returns OK, INVALID_ARGUMENT or UNSUPPORTED_DTYPE (a dtype pylayout does
+ * not handle: lanes != 1, sub-byte, opaque or unknown codes). */
+PYLAYOUT_API pylayout_status pylayout_dtype_name(DLDataType dtype, const char **name_ret);
+
+/* The inverse: the dtype (lanes 1) of a name pylayout_dtype_name gives.
+ * Returns OK or INVALID_ARGUMENT (NULL or unknown name). */
+PYLAYOUT_API pylayout_status pylayout_dtype_from_name(const char *name, DLDataType *dtype_ret);
 
 /* --------------------------------------------------------------- queries */
 /* These read only metadata: they work on tensors of any device.  A DLTensor

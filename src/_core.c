@@ -105,31 +105,14 @@ done:
     return rc;
 }
 
-static const struct {
-    const char *name;
-    uint8_t code, bits;
-} dtype_table[] = {
-    {"bool", kDLBool, 8},          {"int8", kDLInt, 8},           {"int16", kDLInt, 16},
-    {"int32", kDLInt, 32},         {"int64", kDLInt, 64},         {"uint8", kDLUInt, 8},
-    {"uint16", kDLUInt, 16},       {"uint32", kDLUInt, 32},       {"uint64", kDLUInt, 64},
-    {"float16", kDLFloat, 16},     {"float32", kDLFloat, 32},     {"float64", kDLFloat, 64},
-    {"bfloat16", kDLBfloat, 16},   {"complex32", kDLComplex, 32}, {"complex64", kDLComplex, 64},
-    {"complex128", kDLComplex, 128},
-    {"float8_e3m4", kDLFloat8_e3m4, 8},           {"float8_e4m3", kDLFloat8_e4m3, 8},
-    {"float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8}, {"float8_e4m3fn", kDLFloat8_e4m3fn, 8},
-    {"float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8},   {"float8_e5m2", kDLFloat8_e5m2, 8},
-    {"float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8},   {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8},
-};
-
 static const char *dtype_name(DLDataType dt)
 {
-    if (dt.lanes == 1)
-        for (size_t i = 0; i < sizeof dtype_table / sizeof dtype_table[0]; i++)
-            if (dtype_table[i].code == dt.code && dtype_table[i].bits == dt.bits)
-                return dtype_table[i].name;
-    return NULL;
+    const char *name = NULL;
+    return pylayout_dtype_name(dt, &name) == PYLAYOUT_OK ? name : NULL;
 }
 
+/* Accepts a dtype name ("float32") or anything whose str() is one, such as
+ * torch.float32 or numpy.dtype('float32'). */
 static int parse_dtype(PyObject *obj, DLDataType *dt)
 {
     PyObject *s = PyUnicode_Check(obj) ? Py_NewRef(obj) : PyObject_Str(obj);
@@ -140,13 +123,7 @@ static int parse_dtype(PyObject *obj, DLDataType *dt)
     if (name) {
         if (!strncmp(name, "torch.", 6))
             name += 6;
-        for (size_t i = 0; i < sizeof dtype_table / sizeof dtype_table[0]; i++) {
-            if (!strcmp(name, dtype_table[i].name)) {
-                *dt = (DLDataType){dtype_table[i].code, dtype_table[i].bits, 1};
-                rc = 0;
-                break;
-            }
-        }
+        rc = pylayout_dtype_from_name(name, dt) == PYLAYOUT_OK ? 0 : -1;
         if (rc)
             PyErr_Format(PyExc_ValueError, "unknown dtype %R; use a name such as 'float32'", obj);
     }
@@ -1286,48 +1263,54 @@ static int check_host(const DLTensor *dl, const char *what)
     return -1;
 }
 
-static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
+/* The copying half of contiguous() and to_order(): a new tensor dense in
+ * `order` (or in `fmt` when order is NULL), filled with the GIL released and
+ * returned as the kind of object x is.  Releases `keep`. */
+static PyObject *convert_like(core_state *state, PyObject *x, const DLTensor *dl, PyObject *keep,
+                              pylayout_format fmt, const int32_t *order)
 {
-    static char *kwlist[] = {"x", "format", NULL};
-    PyObject *x, *fmt_obj = NULL;
-    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:contiguous", kwlist, &x, &fmt_obj))
-        return NULL;
-    if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
-        return NULL;
-    core_state *state = get_state(module);
-    PyObject *keep;
-    DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
-    if (!dl)
-        return NULL;
-    bool already = false;
-    pylayout_status st = pylayout_is_contiguous(dl, fmt, &already);
-    if (st == PYLAYOUT_OK && already && !((fmt == PYLAYOUT_FORMAT_CHANNELS_LAST && dl->ndim != 4) ||
-                                          (fmt == PYLAYOUT_FORMAT_CHANNELS_LAST_3D && dl->ndim != 5))) {
-        Py_XDECREF(keep);
-        return Py_NewRef(x);
-    }
     pylayout_tensor *out = NULL;
-    if (st == PYLAYOUT_OK && (data_guard(state, x) < 0 || check_host(dl, "the input") < 0)) {
+    pylayout_status st;
+    if (data_guard(state, x) < 0 || check_host(dl, "the input") < 0) {
         Py_XDECREF(keep);
         return NULL;
     }
-    if (st == PYLAYOUT_OK) {
-        Py_BEGIN_ALLOW_THREADS
-        st = pylayout_convert(dl, fmt, &out);
-        Py_END_ALLOW_THREADS
-    }
+    Py_BEGIN_ALLOW_THREADS
+    st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
+    Py_END_ALLOW_THREADS
     Py_XDECREF(keep);
     if (st != PYLAYOUT_OK)
         return raise_status(st);
     return export_like(state, x, out);
 }
 
+static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "format", NULL};
+    PyObject *x, *fmt_obj = NULL, *keep;
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:contiguous", kwlist, &x, &fmt_obj))
+        return NULL;
+    if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    DLTensor scratch;
+    const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
+    if (!dl)
+        return NULL;
+    bool already = false; /* false for channels_last formats of the wrong rank */
+    pylayout_status st = pylayout_is_contiguous(dl, fmt, &already);
+    if (st != PYLAYOUT_OK || already) {
+        Py_XDECREF(keep);
+        return st != PYLAYOUT_OK ? raise_status(st) : Py_NewRef(x);
+    }
+    return convert_like(state, x, dl, keep, fmt, NULL);
+}
+
 static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"x", "order", NULL};
-    PyObject *x, *order_obj;
+    PyObject *x, *order_obj, *keep;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:to_order", kwlist, &x, &order_obj))
         return NULL;
     core_state *state = get_state(module);
@@ -1335,11 +1318,11 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
     int32_t order[PYLAYOUT_MAX_NDIM], n;
     if (parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
         return NULL;
-    PyObject *keep;
     DLTensor scratch;
     const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
     if (!dl)
         return NULL;
+    pylayout_status st = PYLAYOUT_OK;
     if (n != dl->ndim) {
         Py_XDECREF(keep);
         PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n, (int)dl->ndim);
@@ -1347,33 +1330,20 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
     }
     for (int32_t i = 0; i < n; i++)
         order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
-    pylayout_status st = pylayout_order_strides(n, dl->shape, order, strides);
-    if (st != PYLAYOUT_OK) {
+    if ((st = pylayout_order_strides(n, dl->shape, order, strides)) != PYLAYOUT_OK) {
         Py_XDECREF(keep);
         return raise_status(st);
     }
-    /* Already dense in that order (size-1 dims aside)? Then x itself. */
-    bool same = true;
-    int64_t numel = numel_of(dl);
-    for (int32_t d = 0; d < n && numel > 0; d++)
+    /* Already dense in that order (size-1 dims aside, as torch ignores them)? */
+    bool already = true;
+    for (int32_t d = 0; d < n && numel_of(dl) > 0; d++)
         if (dl->shape[d] != 1 && dl->strides[d] != strides[d])
-            same = false;
-    if (same) {
+            already = false;
+    if (already) {
         Py_XDECREF(keep);
         return Py_NewRef(x);
     }
-    if (data_guard(state, x) < 0 || check_host(dl, "the input") < 0) {
-        Py_XDECREF(keep);
-        return NULL;
-    }
-    pylayout_tensor *out = NULL;
-    Py_BEGIN_ALLOW_THREADS
-    st = pylayout_convert_order(dl, order, &out);
-    Py_END_ALLOW_THREADS
-    Py_XDECREF(keep);
-    if (st != PYLAYOUT_OK)
-        return raise_status(st);
-    return export_like(state, x, out);
+    return convert_like(state, x, dl, keep, PYLAYOUT_FORMAT_CONTIGUOUS, order);
 }
 
 static PyObject *mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)

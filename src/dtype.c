@@ -1,63 +1,74 @@
 /* dtype.c - which DLPack dtypes and devices pylayout understands. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
-/* Names follow NumPy / PyTorch spelling. */
+/* Every dtype pylayout handles, named as NumPy and PyTorch spell them. */
+static const struct {
+    const char *name;
+    uint8_t code, bits;
+} dtypes[] = {
+    {"bool", kDLBool, 8},
+    {"int8", kDLInt, 8},
+    {"int16", kDLInt, 16},
+    {"int32", kDLInt, 32},
+    {"int64", kDLInt, 64},
+    {"uint8", kDLUInt, 8},
+    {"uint16", kDLUInt, 16},
+    {"uint32", kDLUInt, 32},
+    {"uint64", kDLUInt, 64},
+    {"float16", kDLFloat, 16},
+    {"float32", kDLFloat, 32},
+    {"float64", kDLFloat, 64},
+    {"bfloat16", kDLBfloat, 16},
+    {"complex32", kDLComplex, 32},
+    {"complex64", kDLComplex, 64},
+    {"complex128", kDLComplex, 128},
+    {"float8_e3m4", kDLFloat8_e3m4, 8},
+    {"float8_e4m3", kDLFloat8_e4m3, 8},
+    {"float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8},
+    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8},
+    {"float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8},
+    {"float8_e5m2", kDLFloat8_e5m2, 8},
+    {"float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8},
+    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8},
+};
+
 const char *_pylayout_dtype_name(DLDataType dt)
 {
-    if (dt.lanes != 1)
-        return NULL;
-    switch (dt.code) {
-    case kDLInt:
-        switch (dt.bits) {
-        case 8: return "int8";
-        case 16: return "int16";
-        case 32: return "int32";
-        case 64: return "int64";
-        }
-        break;
-    case kDLUInt:
-        switch (dt.bits) {
-        case 8: return "uint8";
-        case 16: return "uint16";
-        case 32: return "uint32";
-        case 64: return "uint64";
-        }
-        break;
-    case kDLFloat:
-        switch (dt.bits) {
-        case 16: return "float16";
-        case 32: return "float32";
-        case 64: return "float64";
-        }
-        break;
-    case kDLBfloat:
-        if (dt.bits == 16)
-            return "bfloat16";
-        break;
-    case kDLComplex:
-        switch (dt.bits) {
-        case 32: return "complex32";
-        case 64: return "complex64";
-        case 128: return "complex128";
-        }
-        break;
-    case kDLBool:
-        if (dt.bits == 8)
-            return "bool";
-        break;
-    case kDLFloat8_e3m4: return dt.bits == 8 ? "float8_e3m4" : NULL;
-    case kDLFloat8_e4m3: return dt.bits == 8 ? "float8_e4m3" : NULL;
-    case kDLFloat8_e4m3b11fnuz: return dt.bits == 8 ? "float8_e4m3b11fnuz" : NULL;
-    case kDLFloat8_e4m3fn: return dt.bits == 8 ? "float8_e4m3fn" : NULL;
-    case kDLFloat8_e4m3fnuz: return dt.bits == 8 ? "float8_e4m3fnuz" : NULL;
-    case kDLFloat8_e5m2: return dt.bits == 8 ? "float8_e5m2" : NULL;
-    case kDLFloat8_e5m2fnuz: return dt.bits == 8 ? "float8_e5m2fnuz" : NULL;
-    case kDLFloat8_e8m0fnu: return dt.bits == 8 ? "float8_e8m0fnu" : NULL;
-    }
+    if (dt.lanes == 1)
+        for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+            if (dtypes[i].code == dt.code && dtypes[i].bits == dt.bits)
+                return dtypes[i].name;
     return NULL;
+}
+
+pylayout_status pylayout_dtype_name(DLDataType dtype, const char **name_ret)
+{
+    if (!name_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "name_ret is NULL");
+    const char *name = _pylayout_dtype_name(dtype);
+    if (!name)
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "no supported dtype has code %u, bits %u, lanes %u",
+                              (unsigned)dtype.code, (unsigned)dtype.bits, (unsigned)dtype.lanes);
+    *name_ret = name;
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_dtype_from_name(const char *name, DLDataType *dtype_ret)
+{
+    if (!name || !dtype_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "name or dtype_ret is NULL");
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+        if (!strcmp(name, dtypes[i].name)) {
+            *dtype_ret = (DLDataType){dtypes[i].code, dtypes[i].bits, 1};
+            return PYLAYOUT_OK;
+        }
+    }
+    return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "unknown dtype name '%.64s'; use a name such as 'float32'",
+                          name);
 }
 
 size_t _pylayout_itemsize(DLDataType dt)

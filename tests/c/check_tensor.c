@@ -1168,6 +1168,53 @@ START_TEST(test_concurrent_retain_release)
 }
 END_TEST
 
+/* ------------------------------------------------------------ dtypes */
+
+static const struct {
+    DLDataType dtype;
+    const char *name;
+} dtype_names[] = {
+    {{kDLBool, 8, 1}, "bool"},          {{kDLInt, 8, 1}, "int8"},
+    {{kDLInt, 64, 1}, "int64"},         {{kDLUInt, 16, 1}, "uint16"},
+    {{kDLFloat, 16, 1}, "float16"},     {{kDLFloat, 64, 1}, "float64"},
+    {{kDLBfloat, 16, 1}, "bfloat16"},   {{kDLComplex, 32, 1}, "complex32"},
+    {{kDLComplex, 128, 1}, "complex128"}, {{kDLFloat8_e4m3fn, 8, 1}, "float8_e4m3fn"},
+};
+
+START_TEST(test_dtype_names_round_trip)
+{
+    const char *name = NULL;
+    DLDataType back;
+    ck_assert_int_eq(pylayout_dtype_name(dtype_names[_i].dtype, &name), PYLAYOUT_OK);
+    ck_assert_str_eq(name, dtype_names[_i].name);
+    ck_assert_int_eq(pylayout_dtype_from_name(name, &back), PYLAYOUT_OK);
+    ck_assert_uint_eq(back.code, dtype_names[_i].dtype.code);
+    ck_assert_uint_eq(back.bits, dtype_names[_i].dtype.bits);
+    ck_assert_uint_eq(back.lanes, 1);
+}
+END_TEST
+
+START_TEST(test_dtype_name_errors)
+{
+    const char *name = "untouched";
+    DLDataType dt = {kDLFloat, 32, 1};
+    DLDataType bad[] = {{kDLFloat, 32, 4}, {kDLFloat4_e2m1fn, 4, 1}, {kDLOpaqueHandle, 64, 1}, {99, 8, 1},
+                        {kDLInt, 24, 1}, {kDLBool, 1, 1}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(pylayout_dtype_name(bad[i], &name), PYLAYOUT_ERR_UNSUPPORTED_DTYPE);
+        ck_assert_str_eq(name, "untouched");
+        ck_assert_str_ne(pylayout_last_error(), "");
+    }
+    ck_assert_int_eq(pylayout_dtype_name(dt, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_dtype_from_name("float33", &dt), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_dtype_from_name("Float32", &dt), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_dtype_from_name(NULL, &dt), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_dtype_from_name("int8", NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_uint_eq(dt.code, kDLFloat); /* untouched by the failures */
+    ck_assert_uint_eq(dt.bits, 32);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- suite */
 
 static Suite *tensor_suite(void)
@@ -1215,6 +1262,11 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, test_null_args);
     tcase_add_test(tc, test_strerror);
     tcase_add_test(tc, test_last_error);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("dtypes");
+    tcase_add_loop_test(tc, test_dtype_names_round_trip, 0, (int)(sizeof dtype_names / sizeof dtype_names[0]));
+    tcase_add_test(tc, test_dtype_name_errors);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");
