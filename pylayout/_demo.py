@@ -49,6 +49,10 @@ def flat_kernel_np(a):
 
 def story_exchange() -> None:
     title("DLPack exchange: zero-copy, strides preserved")
+    t = pl.empty((2, 3, 4), "float32", format="fortran")
+    print(f"  pylayout alone: {t}")
+    print(f"    is_contiguous: C={pl.is_contiguous(t)}, fortran={pl.is_contiguous(t, 'fortran')}; "
+          f"memoryview strides (bytes) {memoryview(t).strides}")
     if np is not None:
         a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)[:, ::2, 1:].transpose(2, 0, 1)
         t = pl.from_dlpack(a)
