@@ -258,7 +258,9 @@ PYLAYOUT_API pylayout_status pylayout_convert_order(const DLTensor *src, const i
 
 /* Sets the number of threads copies use (n >= 1), for the whole process.
  * The default comes from PYLAYOUT_NUM_THREADS, else OMP_NUM_THREADS, else the
- * number of cores.  Returns OK or INVALID_ARGUMENT. */
+ * number of cores.  A child made by fork() starts at 1, since libgomp hangs
+ * in a forked child once the parent has started its worker threads.
+ * Returns OK or INVALID_ARGUMENT. */
 PYLAYOUT_API pylayout_status pylayout_set_num_threads(int n);
 
 /* Stores the thread count copies use in *n_ret (1 without OpenMP). */

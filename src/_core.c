@@ -1324,8 +1324,8 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     pylayout_status st = PYLAYOUT_OK;
     if (n != dl->ndim) {
-        Py_XDECREF(keep);
         PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n, (int)dl->ndim);
+        Py_XDECREF(keep); /* after the message: dl may live in keep */
         return NULL;
     }
     for (int32_t i = 0; i < n; i++)
@@ -1535,9 +1535,9 @@ static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *
     } else {
         DLDataType rt = {kDLFloat, (uint8_t)(z->dtype.bits / 2), 1};
         if (z->dtype.code != kDLComplex) {
-            Py_DECREF(zin);
             PyErr_Format(PyExc_BufferError, "z must be complex32, complex64 or complex128, got %s",
                          dtype_name(z->dtype) ? dtype_name(z->dtype) : "an unsupported dtype");
+            Py_DECREF(zin); /* after the message: z lives in zin */
             return NULL;
         }
         if (check_host(z, "z") < 0) {

@@ -48,8 +48,8 @@ pylayout_status pylayout_canonical_strides(const DLTensor *t, int64_t *strides_r
     for (int32_t d = t->ndim - 1; d >= 0; d--) {
         if (t->shape[d] == 1)
             strides[d] = extent;
-        int64_t span;
-        if (__builtin_mul_overflow(strides[d] < 0 ? -strides[d] : strides[d], t->shape[d], &span))
+        int64_t span, mag = strides[d] == INT64_MIN ? INT64_MAX : strides[d] < 0 ? -strides[d] : strides[d];
+        if (__builtin_mul_overflow(mag, t->shape[d], &span))
             span = INT64_MAX;
         if (span > extent)
             extent = span;
@@ -219,6 +219,10 @@ static pylayout_status check_planar(const DLTensor *z, const DLTensor *re, const
     if (!rt.bits)
         return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "%s must be complex32, complex64 or complex128",
                               z_written ? "out" : "z");
+    for (int32_t d = 0; d < z->ndim; d++) /* part_views doubles them */
+        if (zs[d] > INT64_MAX / 2 || zs[d] < INT64_MIN / 2)
+            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s's stride %lld in dim %d overflows in real units",
+                                  z_written ? "out" : "z", (long long)zs[d], (int)d);
     const DLTensor *parts[2] = {re, im};
     for (int p = 0; p < 2; p++) {
         const char *name = p ? "im" : "re";
@@ -283,25 +287,27 @@ static bool same_dense_layout(const DLTensor *z, const int64_t *zs, const DLTens
 #define PARALLEL_FOR
 #endif
 
+/* Element moves go through memcpy: NumPy hands over arrays at any byte
+ * address, and compilers turn a fixed-size memcpy into one (unaligned) move. */
 #define PACK_LOOP(T)                                                                                              \
     do {                                                                                                          \
-        const T *r = rp, *i = ip;                                                                                 \
-        T *o = zp;                                                                                                \
+        const char *r = rp, *i = ip;                                                                              \
+        char *o = zp;                                                                                             \
         PARALLEL_FOR                                                                                              \
         for (int64_t k = 0; k < n; k++) {                                                                         \
-            o[2 * k] = r[k];                                                                                      \
-            o[2 * k + 1] = i[k];                                                                                  \
+            memcpy(o + (2 * k) * sizeof(T), r + k * sizeof(T), sizeof(T));                                       \
+            memcpy(o + (2 * k + 1) * sizeof(T), i + k * sizeof(T), sizeof(T));                                   \
         }                                                                                                         \
     } while (0)
 
 #define UNPACK_LOOP(T)                                                                                            \
     do {                                                                                                          \
-        T *r = rp, *i = ip;                                                                                       \
-        const T *o = zp;                                                                                          \
+        char *r = rp, *i = ip;                                                                                    \
+        const char *o = zp;                                                                                       \
         PARALLEL_FOR                                                                                              \
         for (int64_t k = 0; k < n; k++) {                                                                         \
-            r[k] = o[2 * k];                                                                                      \
-            i[k] = o[2 * k + 1];                                                                                  \
+            memcpy(r + k * sizeof(T), o + (2 * k) * sizeof(T), sizeof(T));                                       \
+            memcpy(i + k * sizeof(T), o + (2 * k + 1) * sizeof(T), sizeof(T));                                   \
         }                                                                                                         \
     } while (0)
 

@@ -137,7 +137,7 @@ pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *st
     /* The whole extent must be addressable: data + byte_offset + [lo, hi). */
     uintptr_t base = (uintptr_t)t->data, first;
     if (t->byte_offset > (uint64_t)INT64_MAX || __builtin_add_overflow(base, (uintptr_t)t->byte_offset, &base) ||
-        (uintptr_t)(-lo) > base || __builtin_add_overflow(base, (uintptr_t)hi, &first))
+        (uintptr_t)0 - (uintptr_t)lo > base || __builtin_add_overflow(base, (uintptr_t)hi, &first))
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR,
                               "%s reaches outside the address space (data %p, byte_offset %llu)", what, t->data,
                               (unsigned long long)t->byte_offset);
@@ -203,13 +203,14 @@ pylayout_status pylayout_numel(const DLTensor *t, int64_t *numel_ret)
 static bool compact_in_order(const int64_t *shape, const int64_t *strides, const int *order, int n)
 {
     int64_t expected = 1;
+    bool overflowed = false; /* only an empty tensor gets here: no stride can equal it */
     for (int i = 0; i < n; i++) {
         int d = order[i];
         if (shape[d] == 1)
             continue;
-        if (strides[d] != expected)
+        if (overflowed || strides[d] != expected)
             return false;
-        expected *= shape[d];
+        overflowed = __builtin_mul_overflow(expected, shape[d], &expected);
     }
     return true;
 }

@@ -6,6 +6,7 @@
  * pylayout_set_num_threads() that races the first use always wins.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -49,9 +50,28 @@ static int pl_default_threads(void)
 }
 #endif /* _OPENMP */
 
+#ifdef _OPENMP
+/* libgomp is not fork-safe: a child forked after the parent's worker threads
+ * exist hangs in its first parallel region.  So a forked child runs copies on
+ * one thread (it may raise the count again at its own risk). */
+static void pl_after_fork_in_child(void)
+{
+    atomic_store(&pl_num_threads, 1);
+}
+
+static void pl_register_fork_handler(void)
+{
+    (void)pthread_atfork(NULL, NULL, pl_after_fork_in_child);
+}
+
+static pthread_once_t pl_fork_handler_once = PTHREAD_ONCE_INIT;
+#endif
+
 int _pylayout_copy_threads(void)
 {
 #ifdef _OPENMP
+    /* Registered before the first parallel copy can start worker threads. */
+    pthread_once(&pl_fork_handler_once, pl_register_fork_handler);
     int n = atomic_load_explicit(&pl_num_threads, memory_order_relaxed);
     if (n == 0) {
         int expected = 0;

@@ -18,7 +18,7 @@ import pytest
 
 import pylayout as pl
 from pylayout import _core
-from conftest import rss_bytes, torch_layouts
+from conftest import rss_bytes, skip_rss_under_asan, torch_layouts
 
 N_RANDOM = 1500
 
@@ -282,6 +282,7 @@ def _leak_loop(fn, n, warmup=20000):
 
 
 @pytest.mark.slow
+@skip_rss_under_asan
 def test_numpy_roundtrip_does_not_leak(np):
     a = np.arange(64, dtype=np.float32).reshape(8, 8).T
     rc = sys.getrefcount(a)
@@ -297,6 +298,7 @@ def test_numpy_roundtrip_does_not_leak(np):
 
 
 @pytest.mark.slow
+@skip_rss_under_asan
 def test_torch_roundtrip_does_not_leak(torch):
     x = torch.arange(64, dtype=torch.float32).reshape(8, 8).t()
     rc = sys.getrefcount(x)
@@ -311,6 +313,7 @@ def test_torch_roundtrip_does_not_leak(torch):
 
 
 @pytest.mark.slow
+@skip_rss_under_asan
 def test_to_type_and_queries_do_not_leak(torch, np):
     x = torch.zeros(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
     a = np.zeros((4, 5))

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# tests/fuzz/run.sh - build and run the libFuzzer harness of pylayout's C core.
+#
+#   tests/fuzz/run.sh              # 60 s (what CI runs, via .ci/reliability.sh)
+#   tests/fuzz/run.sh 3600         # the long run: one hour
+#   tests/fuzz/run.sh --standalone 60   # force the fallback driver (no libFuzzer)
+#
+# What it fuzzes: tests/fuzz/fuzz_copy.c (see its header): pylayout_copy,
+# pack/unpack_complex, convert, views and the layout queries on random
+# DLTensors, with every buffer exactly sized so that ASan catches any access
+# outside it, results checked against a naive odometer reference, and failed
+# calls checked to leave every byte untouched.
+#
+# Build: clang -fsanitize=fuzzer,address,undefined over the core sources
+# listed in src/meson.build (core_sources, read here at build time, so new
+# source files need no change to this script), without OpenMP (the core
+# compiles serially without it; clang's libomp is often not installed).
+# If clang cannot link libFuzzer (no libclang-rt-*-dev), the same harness is
+# compiled with -DPL_FUZZ_STANDALONE into a driver that replays the corpus
+# and then feeds random inputs for the same time: weaker, but CI still fuzzes.
+#
+# Time is split over the SIMD kernel paths: 2/3 with the best one the CPU
+# has (avx2 on x86-64), 1/6 each with PYLAYOUT_SIMD=sse2 and =scalar.
+#
+# Inputs: the committed seed corpus tests/fuzz/corpus (read-only here) plus
+# a scratch corpus in $PL_FUZZ_BUILD/corpus (default build-fuzz/corpus) that
+# grows across runs.  A finding stops the run with exit status 1 and leaves
+# the input in build-fuzz/artifacts/; reproduce it with
+#     build-fuzz/fuzz_copy build-fuzz/artifacts/crash-...
+# and, once fixed, add it to tests/fuzz/corpus (name it after the bug).
+# To refresh the seed corpus after long runs (keep it under 200 KB):
+#     build-fuzz/fuzz_copy -merge=1 /tmp/newseeds tests/fuzz/corpus build-fuzz/corpus
+#
+# Environment: CC_FUZZ (default clang), PL_FUZZ_BUILD (default build-fuzz),
+# PL_FUZZ_JOBS (parallel libFuzzer workers for long runs, default 1),
+# PL_FUZZ_CFLAGS (extra compiler flags, e.g. -fno-sanitize=alignment to look
+# past a known finding while it is being fixed).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+
+standalone=0
+if [ "${1:-}" = "--standalone" ]; then
+    standalone=1
+    shift
+fi
+total=${1:-60}
+OUT=${PL_FUZZ_BUILD:-$ROOT/build-fuzz}
+CC=${CC_FUZZ:-clang}
+JOBS=${PL_FUZZ_JOBS:-1}
+mkdir -p "$OUT/corpus" "$OUT/artifacts"
+
+# The core sources, as src/meson.build lists them.
+mapfile -t sources < <(sed -n '/^core_sources *= *files(/,/)/p' src/meson.build | grep -o "'[^']*\.c'" | tr -d "'" |
+    sed 's|^|src/|')
+if [ "${#sources[@]}" -eq 0 ]; then
+    echo "run.sh: no core_sources found in src/meson.build" >&2
+    exit 2
+fi
+
+common=(-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -Isrc -DPYLAYOUT_STATIC
+        -fno-sanitize-recover=undefined -Wno-unused-command-line-argument)
+read -r -a extra_cflags <<<"${PL_FUZZ_CFLAGS:-}"
+bin="$OUT/fuzz_copy"
+if [ "$standalone" = 0 ] && "$CC" "${common[@]}" -fsanitize=fuzzer,address,undefined \
+        tests/fuzz/fuzz_copy.c "${sources[@]}" ${extra_cflags[@]+"${extra_cflags[@]}"} -o "$bin" 2>"$OUT/build.log"; then
+    mode=libfuzzer
+else
+    [ "$standalone" = 1 ] || { echo "run.sh: libFuzzer build failed, falling back to the standalone driver:"; tail -5 "$OUT/build.log"; }
+    command -v "$CC" >/dev/null || CC=cc
+    "$CC" "${common[@]}" -fsanitize=address,undefined -DPL_FUZZ_STANDALONE \
+        tests/fuzz/fuzz_copy.c "${sources[@]}" ${extra_cflags[@]+"${extra_cflags[@]}"} -o "$bin"
+    mode=standalone
+fi
+echo "run.sh: built $bin ($mode, $CC, ${#sources[@]} core sources), fuzzing for ${total}s"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+t_best=$(( total * 2 / 3 )); t_sse=$(( total / 6 )); t_scalar=$(( total - t_best - t_sse ))
+status=0
+for spec in "best:$t_best" "sse2:$t_sse" "scalar:$t_scalar"; do
+    simd=${spec%%:*}; t=${spec#*:}
+    [ "$t" -gt 0 ] || continue
+    if [ "$simd" = best ]; then unset PYLAYOUT_SIMD; else export PYLAYOUT_SIMD=$simd; fi
+    echo "--- fuzz_copy: ${t}s, SIMD path: $simd"
+    if [ "$mode" = libfuzzer ]; then
+        extra=()
+        [ "$JOBS" -gt 1 ] && extra=(-jobs="$JOBS" -workers="$JOBS")
+        "$bin" -max_total_time="$t" -max_len=1024 -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+            -artifact_prefix="$OUT/artifacts/" "${extra[@]}" "$OUT/corpus" tests/fuzz/corpus 2>"$OUT/fuzz-$simd.log" ||
+            status=$?
+        grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)|ERROR|SUMMARY|runtime error|check failed" \
+            "$OUT/fuzz-$simd.log" || true
+        grep -E "^#[0-9]+ +DONE" "$OUT/fuzz-$simd.log" | tail -1 || true
+    else
+        "$bin" -t "$t" tests/fuzz/corpus "$OUT/corpus" || status=$?
+    fi
+    if [ "$status" != 0 ]; then
+        echo "run.sh: FINDING with SIMD path $simd (exit $status); log: $OUT/fuzz-$simd.log, inputs: $OUT/artifacts/"
+        [ "$mode" = libfuzzer ] && tail -40 "$OUT/fuzz-$simd.log"
+        exit 1
+    fi
+done
+unset PYLAYOUT_SIMD
+echo "run.sh: no findings in ${total}s ($mode)"
