@@ -3,9 +3,9 @@
 Every figure in a row is measured in the same run, at the same thread count.
 Bandwidth is counted as bytes of the tensor moved once (read + written =
 2x that in traffic, for every contestant alike).  "memcpy" is np.copyto of a
-contiguous array of the same bytes (single-threaded, as NumPy is); "par-memcpy"
-is torch's copy_ between contiguous tensors at the row's thread count, the
-parallel memcpy the machine can do.  Ratios are pylayout's speed over theirs.
+contiguous array of the same bytes (NumPy copies on one thread).  Ratios are
+pylayout's speed over theirs.  Conversions that allocate pay for faulting in
+their output's pages; copies into a preallocated output show the kernels.
 """
 from __future__ import annotations
 
@@ -170,8 +170,8 @@ def copy_cases(quick: bool) -> list[Case]:
                       lambda: torch.randn(*shp)[..., ::2],
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     n = 4096 // s
-    cases.append(Case(f"identity copy (to_order) {n}x{n} f32 -> memcpy path",
-                      lambda: torch.randn(n, n), lambda x: pl.from_dlpack(x).__dlpack__(copy=True),
+    cases.append(Case(f"identity copy {n}x{n} f32 (memcpy path)",
+                      lambda: torch.randn(n, n), lambda x: pl.from_dlpack(x, copy=True),
                       lambda x: x.clone(), np.copy))
     return cases
 
@@ -181,15 +181,23 @@ def _gbps(nbytes, seconds):
 
 
 def bench_copies(quick: bool, only: str | None) -> list[str]:
+    """Each case twice: converting (every contestant allocates its output, as
+    .contiguous() does) and copying into a preallocated output of the target
+    layout (kernel bandwidth, comparable with memcpy)."""
     if torch is None or np is None:
         return ["## Copies", "", "skipped: the copy benchmark compares against torch and NumPy; install both."]
     repeat = 2 if quick else 5
     nthreads = [1, os.cpu_count() or 1] if (os.cpu_count() or 1) > 1 else [1]
     lines = [
-        "## Layout conversions (GB/s of tensor bytes; ratio = pylayout speed / other)",
+        "## Layout conversions (GB/s of tensor bytes moved; x = pylayout's speed over the other's)",
         "",
-        "| case | threads | pylayout | torch | numpy | memcpy | par-memcpy | x torch | x numpy | / memcpy | / par-memcpy |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "convert: pylayout.contiguous / to_order vs torch .contiguous(fmt) vs np.ascontiguousarray, each allocating its",
+        "output.  into: pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x) into a preallocated output; "
+        "memcpy: np.copyto of the same bytes, contiguous.",
+        "",
+        "| case | thr | convert: pylayout | torch | numpy | x torch | x numpy "
+        "| into: pylayout | torch | numpy | memcpy | / memcpy | x torch | x numpy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(lines), flush=True)
     for case in copy_cases(quick):
@@ -198,29 +206,35 @@ def bench_copies(quick: bool, only: str | None) -> list[str]:
         x = case.make()
         a = _np_of(x)
         nbytes = x.numel() * x.element_size()
-        src = torch.empty(nbytes, dtype=torch.uint8)
-        dst = torch.empty_like(src)
-        src_np, dst_np = src.numpy(), dst.numpy()
+        src_np = np.empty(nbytes, np.uint8)
+        dst_np = np.empty_like(src_np)
         # correctness first: a benchmark of a wrong answer is worthless
         ours = case.pl_fn(x)
         ours_t = ours if isinstance(ours, torch.Tensor) else torch.from_dlpack(ours)
         if not torch.equal(ours_t, x):
             raise AssertionError(f"{case.name}: pylayout's result differs from its input")
+        dst = case.torch_fn(x).clone(memory_format=torch.preserve_format)  # the target layout, preallocated
+        dst_a = dst.numpy()
+        pl.copy_into(dst, x)
+        if not torch.equal(dst, x):
+            raise AssertionError(f"{case.name}: copy_into's result differs from its input")
         del ours, ours_t
         for n in nthreads:
             set_threads(n)
-            t_pl = best_time(lambda: case.pl_fn(x), repeat)
-            t_torch = best_time(lambda: case.torch_fn(x), repeat)
-            t_np = best_time(lambda: case.np_fn(a), repeat) if case.np_fn else float("nan")
-            t_mc = best_time(lambda: np.copyto(dst_np, src_np), repeat)
-            t_pmc = best_time(lambda: dst.copy_(src), repeat)
-            g = [_gbps(nbytes, t) for t in (t_pl, t_torch, t_np, t_mc, t_pmc)]
+            conv = [best_time(lambda: case.pl_fn(x), repeat), best_time(lambda: case.torch_fn(x), repeat),
+                    best_time(lambda: case.np_fn(a), repeat)]
+            into = [best_time(lambda: pl.copy_into(dst, x), repeat), best_time(lambda: dst.copy_(x), repeat),
+                    best_time(lambda: np.copyto(dst_a, a), repeat),
+                    best_time(lambda: np.copyto(dst_np, src_np), repeat)]
+            c = [_gbps(nbytes, t) for t in conv]
+            i = [_gbps(nbytes, t) for t in into]
             lines.append(
-                f"| {case.name} | {n} | {g[0]:.2f} | {g[1]:.2f} | {g[2]:.2f} | {g[3]:.2f} | {g[4]:.2f} "
-                f"| {g[0] / g[1]:.2f} | {g[0] / g[2]:.2f} | {g[0] / g[3]:.2f} | {g[0] / g[4]:.2f} |"
+                f"| {case.name} | {n} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {c[0] / c[1]:.2f} | {c[0] / c[2]:.2f} "
+                f"| {i[0]:.2f} | {i[1]:.2f} | {i[2]:.2f} | {i[3]:.2f} | {i[0] / i[3]:.2f} | {i[0] / i[1]:.2f} "
+                f"| {i[0] / i[2]:.2f} |"
             )
             print(lines[-1], flush=True)
-        del x, a, src, dst, src_np, dst_np
+        del x, a, dst, dst_a, src_np, dst_np
         gc.collect()
     set_threads(os.cpu_count() or 1)
     return lines
@@ -248,6 +262,51 @@ def bench_small(quick: bool) -> list[str]:
     return lines
 
 
+def bench_complex(quick: bool, only: str | None) -> list[str]:
+    """pack_complex of two planar float32 tensors, and view_as_complex of a
+    layout no view exists for, against torch and NumPy."""
+    if torch is None or np is None:
+        return ["## Complex packing", "", "skipped: needs torch and NumPy."]
+    repeat = 2 if quick else 5
+    n = (64 << 20) // 4 // (8 if quick else 1)  # elements in 64 MB of float32 (per plane)
+    re, im = torch.randn(n), torch.randn(n)
+    re_a, im_a = re.numpy(), im.numpy()
+    out = torch.empty(n, dtype=torch.complex64)
+    src_np = np.empty(2 * n * 4, np.uint8)  # memcpy of the bytes written: the complex output
+    dst_np = np.empty_like(src_np)
+    if not torch.equal(pl.pack_complex(re, im), torch.complex(re, im)):
+        raise AssertionError("pack_complex differs from torch.complex")
+    # (n/2, 2) viewed through a transpose: no complex view exists, both must pack
+    x = torch.randn(2, n // 2).t()
+    if not torch.equal(pl.view_as_complex(x), torch.view_as_complex(x.contiguous())):
+        raise AssertionError("view_as_complex differs from torch")
+    lines = ["## Complex packing (GB/s of the complex output; x = pylayout's speed over the other's)", "",
+             "| case | thr | pylayout | torch | numpy | memcpy | / memcpy | x torch | x numpy |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    print("\n".join(lines), flush=True)
+    nbytes = 2 * n * 4
+    cases = [
+        (f"pack_complex 2 x {n * 4 >> 20} MB f32 (allocating)", lambda: pl.pack_complex(re, im),
+         lambda: torch.complex(re, im), lambda: re_a + 1j * im_a),
+        (f"pack_complex into out= (preallocated)", lambda: pl.pack_complex(re, im, out=out),
+         lambda: torch.complex(re, im, out=out), None),
+        (f"view_as_complex, not viewable ({n // 2}, 2) transposed", lambda: pl.view_as_complex(x),
+         lambda: torch.view_as_complex(x.contiguous()), None),
+    ]
+    for name, ours, theirs, npy in cases:
+        if only and only not in name:
+            continue
+        for t in sorted({1, os.cpu_count() or 1}):
+            set_threads(t)
+            g = [_gbps(nbytes, best_time(f, repeat)) if f else float("nan")
+                 for f in (ours, theirs, npy, lambda: np.copyto(dst_np, src_np))]
+            lines.append(f"| {name} | {t} | {g[0]:.2f} | {g[1]:.2f} | {g[2]:.2f} | {g[3]:.2f} | {g[0] / g[3]:.2f} "
+                         f"| {g[0] / g[1]:.2f} | {g[0] / g[2]:.2f} |")
+            print(lines[-1], flush=True)
+    set_threads(os.cpu_count() or 1)
+    return lines
+
+
 def run(quick: bool = False, only: str | None = None) -> int:
     info = pl.info()
     header = [
@@ -264,4 +323,6 @@ def run(quick: bool = False, only: str | None = None) -> int:
         for section in (bench_exchange, bench_small):
             print("\n".join(section(quick)) + "\n", flush=True)
     bench_copies(quick, only)
+    print(flush=True)
+    bench_complex(quick, only)
     return 0

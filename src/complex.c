@@ -13,6 +13,10 @@
 
 #include "internal.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 
 /* The real dtype of a complex one, or bits == 0 if there is none. */
 static DLDataType real_of(DLDataType c)
@@ -281,58 +285,134 @@ static bool same_dense_layout(const DLTensor *z, const int64_t *zs, const DLTens
     return true;
 }
 
-#ifdef _OPENMP
-#define PARALLEL_FOR _Pragma("omp parallel for schedule(static) num_threads(nthreads) if (nthreads > 1)")
-#else
-#define PARALLEL_FOR
+/* ------------------------------------------------------ interleaving */
+/* Kernels over a range [k0, k1) of complex elements.  Element moves go through
+ * memcpy or unaligned vector loads/stores: NumPy hands over arrays at any
+ * byte address. */
+
+typedef void (*interleave_fn)(char *z, char *re, char *im, int64_t k0, int64_t k1);
+
+#define SCALAR_KERNELS(T)                                                                                         \
+    static void pack_scalar_##T(char *z, char *re, char *im, int64_t k0, int64_t k1)                             \
+    {                                                                                                             \
+        for (int64_t k = k0; k < k1; k++) {                                                                       \
+            memcpy(z + (2 * k) * sizeof(T), re + k * sizeof(T), sizeof(T));                                       \
+            memcpy(z + (2 * k + 1) * sizeof(T), im + k * sizeof(T), sizeof(T));                                   \
+        }                                                                                                         \
+    }                                                                                                             \
+    static void unpack_scalar_##T(char *z, char *re, char *im, int64_t k0, int64_t k1)                           \
+    {                                                                                                             \
+        for (int64_t k = k0; k < k1; k++) {                                                                       \
+            memcpy(re + k * sizeof(T), z + (2 * k) * sizeof(T), sizeof(T));                                       \
+            memcpy(im + k * sizeof(T), z + (2 * k + 1) * sizeof(T), sizeof(T));                                   \
+        }                                                                                                         \
+    }
+SCALAR_KERNELS(uint16_t)
+SCALAR_KERNELS(uint32_t)
+SCALAR_KERNELS(uint64_t)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86_INTERLEAVE 1
+
+/* 8 complex64 per step: unpack (re, im) pairs within 128-bit lanes, then put
+ * the lanes in order. */
+__attribute__((target("avx2"))) static void pack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
+{
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) {
+        __m256 r = _mm256_loadu_ps((const float *)(re + 4 * k)), i = _mm256_loadu_ps((const float *)(im + 4 * k));
+        __m256 lo = _mm256_unpacklo_ps(r, i), hi = _mm256_unpackhi_ps(r, i);
+        _mm256_storeu_ps((float *)(z + 8 * k), _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_storeu_ps((float *)(z + 8 * k + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+    pack_scalar_uint32_t(z, re, im, k, k1);
+}
+
+__attribute__((target("avx2"))) static void unpack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
+{
+    int64_t k = k0;
+    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    for (; k + 8 <= k1; k += 8) {
+        __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)(z + 8 * k)), even);
+        __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)(z + 8 * k + 32)), even);
+        _mm256_storeu_ps((float *)(re + 4 * k), _mm256_permute2f128_ps(a, b, 0x20));
+        _mm256_storeu_ps((float *)(im + 4 * k), _mm256_permute2f128_ps(a, b, 0x31));
+    }
+    unpack_scalar_uint32_t(z, re, im, k, k1);
+}
+
+/* 4 complex128 per step. */
+__attribute__((target("avx2"))) static void pack_avx2_8(char *z, char *re, char *im, int64_t k0, int64_t k1)
+{
+    int64_t k = k0;
+    for (; k + 4 <= k1; k += 4) {
+        __m256d r = _mm256_loadu_pd((const double *)(re + 8 * k)), i = _mm256_loadu_pd((const double *)(im + 8 * k));
+        __m256d lo = _mm256_unpacklo_pd(r, i), hi = _mm256_unpackhi_pd(r, i);
+        _mm256_storeu_pd((double *)(z + 16 * k), _mm256_permute2f128_pd(lo, hi, 0x20));
+        _mm256_storeu_pd((double *)(z + 16 * k + 32), _mm256_permute2f128_pd(lo, hi, 0x31));
+    }
+    pack_scalar_uint64_t(z, re, im, k, k1);
+}
+
+__attribute__((target("avx2"))) static void unpack_avx2_8(char *z, char *re, char *im, int64_t k0, int64_t k1)
+{
+    int64_t k = k0;
+    for (; k + 4 <= k1; k += 4) {
+        __m256d a = _mm256_loadu_pd((const double *)(z + 16 * k)), b = _mm256_loadu_pd((const double *)(z + 16 * k + 32));
+        __m256d p = _mm256_permute2f128_pd(a, b, 0x20), q = _mm256_permute2f128_pd(a, b, 0x31);
+        _mm256_storeu_pd((double *)(re + 8 * k), _mm256_unpacklo_pd(p, q));
+        _mm256_storeu_pd((double *)(im + 8 * k), _mm256_unpackhi_pd(p, q));
+    }
+    unpack_scalar_uint64_t(z, re, im, k, k1);
+}
 #endif
 
-/* Element moves go through memcpy: NumPy hands over arrays at any byte
- * address, and compilers turn a fixed-size memcpy into one (unaligned) move. */
-#define PACK_LOOP(T)                                                                                              \
-    do {                                                                                                          \
-        const char *r = rp, *i = ip;                                                                              \
-        char *o = zp;                                                                                             \
-        PARALLEL_FOR                                                                                              \
-        for (int64_t k = 0; k < n; k++) {                                                                         \
-            memcpy(o + (2 * k) * sizeof(T), r + k * sizeof(T), sizeof(T));                                       \
-            memcpy(o + (2 * k + 1) * sizeof(T), i + k * sizeof(T), sizeof(T));                                   \
-        }                                                                                                         \
-    } while (0)
-
-#define UNPACK_LOOP(T)                                                                                            \
-    do {                                                                                                          \
-        char *r = rp, *i = ip;                                                                                    \
-        const char *o = zp;                                                                                       \
-        PARALLEL_FOR                                                                                              \
-        for (int64_t k = 0; k < n; k++) {                                                                         \
-            memcpy(r + k * sizeof(T), o + (2 * k) * sizeof(T), sizeof(T));                                       \
-            memcpy(i + k * sizeof(T), o + (2 * k + 1) * sizeof(T), sizeof(T));                                   \
-        }                                                                                                         \
-    } while (0)
+static interleave_fn pick_interleave(bool pack, size_t real_size)
+{
+#ifdef HAVE_X86_INTERLEAVE
+    /* PYLAYOUT_SIMD=scalar|sse2 caps the path, as for copies (to test fallbacks). */
+    const char *cap = getenv("PYLAYOUT_SIMD");
+    bool avx2 = __builtin_cpu_supports("avx2") && !(cap && (!strcmp(cap, "scalar") || !strcmp(cap, "sse2")));
+    if (avx2 && real_size == 4)
+        return pack ? pack_avx2_4 : unpack_avx2_4;
+    if (avx2 && real_size == 8)
+        return pack ? pack_avx2_8 : unpack_avx2_8;
+#endif
+    switch (real_size) {
+    case 2: return pack ? pack_scalar_uint16_t : unpack_scalar_uint16_t;
+    case 4: return pack ? pack_scalar_uint32_t : unpack_scalar_uint32_t;
+    default: return pack ? pack_scalar_uint64_t : unpack_scalar_uint64_t;
+    }
+}
 
 /* Below this many complex elements one thread is faster than waking more. */
 #define PACK_PARALLEL_MIN 65536
 
 static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_t real_size)
 {
+    interleave_fn fn = pick_interleave(pack, real_size);
     int nthreads = 1;
     if (n >= PACK_PARALLEL_MIN)
         pylayout_get_num_threads(&nthreads);
-    (void)nthreads;
-    if (pack) {
-        switch (real_size) {
-        case 2: PACK_LOOP(uint16_t); break;
-        case 4: PACK_LOOP(uint32_t); break;
-        default: PACK_LOOP(uint64_t); break;
-        }
-    } else {
-        switch (real_size) {
-        case 2: UNPACK_LOOP(uint16_t); break;
-        case 4: UNPACK_LOOP(uint32_t); break;
-        default: UNPACK_LOOP(uint64_t); break;
-        }
+    if (nthreads <= 1) {
+        fn(zp, rp, ip, 0, n);
+        return;
     }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nthreads)
+    {
+        /* Contiguous ranges, split on 64-element boundaries: no two threads
+         * write the same cache line. */
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t chunk = ((n + nt - 1) / nt + 63) & ~(int64_t)63;
+        int64_t k0 = (int64_t)t * chunk, k1 = k0 + chunk < n ? k0 + chunk : n;
+        if (k0 < k1)
+            fn(zp, rp, ip, k0, k1);
+    }
+#else
+    fn(zp, rp, ip, 0, n);
+#endif
 }
 
 static int64_t count(const DLTensor *t)

@@ -113,17 +113,3 @@ bool _pylayout_device_is_host(DLDevice device)
         return false;
     }
 }
-
-void *_pylayout_aligned_alloc(size_t nbytes)
-{
-    /* aligned_alloc wants a size that is a multiple of the alignment. */
-    size_t rounded = (nbytes + 63) & ~(size_t)63;
-    if (rounded < nbytes)
-        return NULL;
-    return aligned_alloc(64, rounded ? rounded : 64);
-}
-
-void _pylayout_aligned_free(void *p)
-{
-    free(p);
-}
