@@ -16,7 +16,9 @@
  *              dim b: cache-blocked tiles with SIMD in-register transposes
  *              (copy_x86.c, chosen at run time; streaming stores for large
  *              copies) or a portable 2-D loop;
- *   STRIDED    anything else (broadcast sources, strided dsts): a 2-D loop.
+ *   STRIDED    anything else (broadcast sources, strided dsts): a 2-D loop,
+ *              or SIMD step-2 gathers (x[..., ::2] into a unit-stride dst;
+ *              streaming stores for large copies).
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -61,6 +63,8 @@ PL_DEFINE_SCALAR_TILE(pl_tile16_scalar, 16, _pl_move2d_16)
 static const _pylayout_copy_kernels pl_kernels_scalar = {
     "scalar",
     {pl_tile1_scalar, pl_tile2_scalar, pl_tile4_scalar, pl_tile8_scalar, pl_tile16_scalar},
+    {NULL, NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -112,6 +116,7 @@ typedef struct pl_plan {
     int64_t na, nb, ta, tb;               /* extents and tile sizes of a and b */
     int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
     _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
+    _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
 } pl_plan;
 
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
@@ -128,6 +133,11 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         }
         break;
     case PL_STRIDED:
+        if (p->gather2 != NULL) {
+            for (int64_t j = 0; j < nb; j++)
+                p->gather2(s + j * p->ssb, d + j * p->dsb, na);
+            return;
+        }
         break;
     }
     switch (p->itemsize) {
@@ -270,6 +280,13 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
             }
         }
     } else {
+        int lg = pl_log2_itemsize(itemsize);
+        if (p.kind == PL_STRIDED && lg >= 0 && p.dsa == is && p.ssa == 2 * is) {
+            const _pylayout_copy_kernels *k = _pylayout_copy_kernels_get();
+            p.gather2 = k->gather2[lg];
+            if (total_bytes >= PL_STREAM_MIN_BYTES && p.na * is >= 4096 && k->gather2_stream[lg] != NULL)
+                p.gather2 = k->gather2_stream[lg];
+        }
         /* Serially, one unit: memcpy sees whole rows and picks its own
          * strategy (glibc streams above its non-temporal threshold, which
          * chunking would hide from it).  In parallel, one unit per thread
@@ -292,6 +309,32 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
         p.sstep[nl] = ss[k];
         p.dstep[nl] = ds[k];
         nl++;
+    }
+    /* Outer loops run in dst order, so consecutive units write adjacent
+     * dst.  A small transpose unit (thin a and b, e.g. a 27 x 28 tile of
+     * (27,28,28,28,28).permute(2,3,1,4,0)) then reads each src row only a
+     * few dozen bytes wide, pages apart, and comes back to the rest of those
+     * lines much later.  When some outer dim steps src by no more than a
+     * few lines, and the innermost one jumps pages, run that dim innermost
+     * instead: consecutive units continue the same src rows (the lines are
+     * still in L1) and write dst in chunks of a whole unit.  Measured on the
+     * permute above, float32, 1 thread: 4.4 -> 5.5 GB/s. */
+    if (p.kind == PL_TRANSPOSE && nl >= 2) {
+        int best = nl - 1;
+        for (int k = 0; k < nl; k++)
+            if (pl_abs(p.sstep[k]) < pl_abs(p.sstep[best]))
+                best = k;
+        if (best == nl - 1 || pl_abs(p.sstep[best]) > 256 || pl_abs(p.sstep[nl - 1]) < 4096)
+            best = nl - 1; /* keep the dst order */
+        int64_t c = p.count[best], st = p.sstep[best], dt = p.dstep[best];
+        for (int k = best; k < nl - 1; k++) {
+            p.count[k] = p.count[k + 1];
+            p.sstep[k] = p.sstep[k + 1];
+            p.dstep[k] = p.dstep[k + 1];
+        }
+        p.count[nl - 1] = c;
+        p.sstep[nl - 1] = st;
+        p.dstep[nl - 1] = dt;
     }
     p.count[nl] = pl_ceil_div(p.nb, p.tb);
     p.sstep[nl] = p.tb * p.ssb;

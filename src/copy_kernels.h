@@ -17,6 +17,11 @@
 typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
                                   int64_t nb);
 
+/* A strided-row kernel: dst[i * itemsize] = src[i * 2 * itemsize] for
+ * i < n (a unit-stride dst filled from every other element of src, as in
+ * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
+typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
+
 /* One SIMD path: a name for pylayout_build_info and a tile kernel per element
  * size 1, 2, 4, 8, 16 (index log2(itemsize)). */
 typedef struct _pylayout_copy_kernels {
@@ -27,6 +32,10 @@ typedef struct _pylayout_copy_kernels {
      * wide along i, fall back to cached stores when dst or dsb is not
      * 64-byte aligned, and fence before returning. */
     _pylayout_tile_fn tile_stream[5];
+    /* Step-2 gathers per element size, NULL where none exists. */
+    _pylayout_gather2_fn gather2[5];
+    /* The same with streaming stores (fenced), for copies beyond the caches. */
+    _pylayout_gather2_fn gather2_stream[5];
 } _pylayout_copy_kernels;
 
 /* The kernels chosen at run time for this CPU (first call decides; thread-safe). */
@@ -79,21 +88,28 @@ PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
  * Full blocks are visited in 2Vx2V groups so that the cache lines a group
  * touches are finished before it moves on (this is what keeps power-of-two
  * leading dimensions from thrashing L1); the two blocks that share dst rows
- * run back to back.  Edges go through MOVE2D. */
+ * run back to back.  Edges use blocks shifted back to overlap the ones
+ * before them (a copy may write an element twice: src and dst never
+ * overlap); only tiles thinner than V go through MOVE2D. */
 #define PL_DEFINE_TILE(NAME, ATTR, SIZE, V, MICRO, MOVE2D)                                              \
     ATTR static void NAME##_blocks(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t i0,    \
                                    int64_t i1, int64_t j0, int64_t j1)                                  \
     {                                                                                                    \
-        int64_t iv = i0 + (i1 - i0) / (V) * (V), jv = j0 + (j1 - j0) / (V) * (V);                        \
-        for (int64_t i = i0; i < iv; i += (V))                                                           \
-            for (int64_t j = j0; j < jv; j += (V))                                                       \
-                MICRO(src + i * ssa + j * (SIZE), ssa, dst + j * dsb + i * (SIZE), dsb);                 \
-        if (jv < j1)                                                                                     \
-            MOVE2D(src + i0 * ssa + jv * (SIZE), ssa, SIZE, dst + jv * dsb + i0 * (SIZE), SIZE, dsb,     \
-                   i1 - i0, j1 - jv);                                                                    \
-        if (iv < i1)                                                                                     \
-            MOVE2D(src + iv * ssa + j0 * (SIZE), ssa, SIZE, dst + j0 * dsb + iv * (SIZE), SIZE, dsb,     \
-                   i1 - iv, jv - j0);                                                                    \
+        if (i1 < (V) || j1 < (V)) {                                                                      \
+            MOVE2D(src + i0 * ssa + j0 * (SIZE), ssa, SIZE, dst + j0 * dsb + i0 * (SIZE), SIZE, dsb,     \
+                   i1 - i0, j1 - j0);                                                                    \
+            return;                                                                                      \
+        }                                                                                                \
+        /* The last block along each side is shifted back to end at i1 / j1 \
+         * (the tile starts at 0, so it stays inside the tile): it rewrites  \
+         * a few elements with the same values instead of a scalar edge.  */ \
+        for (int64_t i = i0; i < i1; i += (V)) {                                                         \
+            const int64_t ii = i + (V) > i1 ? i1 - (V) : i;                                              \
+            for (int64_t j = j0; j < j1; j += (V)) {                                                     \
+                const int64_t jj = j + (V) > j1 ? j1 - (V) : j;                                          \
+                MICRO(src + ii * ssa + jj * (SIZE), ssa, dst + jj * dsb + ii * (SIZE), dsb);             \
+            }                                                                                            \
+        }                                                                                                \
     }                                                                                                    \
     ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \

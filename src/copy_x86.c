@@ -192,6 +192,8 @@ const _pylayout_copy_kernels _pylayout_copy_kernels_sse2 = {
     "sse2",
     {pl_tile1_sse2, pl_tile2_sse2, pl_tile4_sse2, pl_tile8_sse2, pl_tile16_sse2},
     {pl_stile1_sse2, pl_stile2_sse2, pl_stile4_sse2, pl_stile8_sse2, pl_stile16_sse2},
+    {NULL, NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 /* ------------------------------------------------------------------ AVX2 */
@@ -264,8 +266,74 @@ PL_DEFINE_TILE(pl_tile4_avx2, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
 PL_DEFINE_TILE(pl_tile8_avx2, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
-PL_DEFINE_STREAM_TILE(pl_stile1_avx2, PL_AVX2, 1, 16, __m128i, pl_t16x16_epi8, pl_stream_si128, pl_tile1_avx2,
-                      _pl_move2d_1)
+/* Two 16x16 byte blocks stacked along i (rows s and s + 16 * ssa) at once,
+ * one per 128-bit lane: the in-lane unpacks of pl_t16x16_epi8 then leave
+ * o[k] = column k of both, i.e. 32 consecutive bytes of dst row k, with
+ * half the shuffles per byte of two SSE2 transposes. */
+PL_AVX2 static inline void pl_t16x16x2_epi8(const char *s, int64_t ssa, __m256i o[16])
+{
+    __m256i r[16], a[16], b[16], c[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++)
+        r[k] = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s + k * ssa))),
+            _mm_loadu_si128((const __m128i *)(const void *)(s + (16 + k) * ssa)), 1);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        a[2 * k] = _mm256_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
+        a[2 * k + 1] = _mm256_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        b[4 * k + 0] = _mm256_unpacklo_epi16(a[4 * k], a[4 * k + 2]);
+        b[4 * k + 1] = _mm256_unpackhi_epi16(a[4 * k], a[4 * k + 2]);
+        b[4 * k + 2] = _mm256_unpacklo_epi16(a[4 * k + 1], a[4 * k + 3]);
+        b[4 * k + 3] = _mm256_unpackhi_epi16(a[4 * k + 1], a[4 * k + 3]);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            c[8 * h + 2 * m] = _mm256_unpacklo_epi32(b[8 * h + m], b[8 * h + 4 + m]);
+            c[8 * h + 2 * m + 1] = _mm256_unpackhi_epi32(b[8 * h + m], b[8 * h + 4 + m]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; q++) {
+        o[2 * q] = _mm256_unpacklo_epi64(c[q], c[8 + q]);
+        o[2 * q + 1] = _mm256_unpackhi_epi64(c[q], c[8 + q]);
+    }
+}
+
+/* The 1-byte streaming tile (see PL_DEFINE_STREAM_TILE) on pairs of 16x16
+ * blocks: each dst line is two 32-byte streaming stores.  Measured on
+ * 8192x8192 uint8, 1 thread: 6.0 GB/s with the SSE2-shaped kernel, 7.3
+ * with this one. */
+PL_AVX2 static void pl_stile1_avx2(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
+{
+    if ((((uintptr_t)dst) | (uintptr_t)dsb) & 63) {
+        pl_tile1_avx2(src, ssa, dst, dsb, na, nb);
+        return;
+    }
+    const int64_t nal = na / 64 * 64, nbv = nb / 16 * 16;
+    for (int64_t i = 0; i < nal; i += 64)
+        for (int64_t j = 0; j < nbv; j += 16) {
+            __m256i o0[16], o1[16];
+            const char *s = src + i * ssa + j;
+            char *d = dst + j * dsb + i;
+            pl_t16x16x2_epi8(s, ssa, o0);
+            pl_t16x16x2_epi8(s + 32 * ssa, ssa, o1);
+            for (int k = 0; k < 16; k++) {
+                _mm256_stream_si256((__m256i *)(void *)(d + k * dsb), o0[k]);
+                _mm256_stream_si256((__m256i *)(void *)(d + k * dsb + 32), o1[k]);
+            }
+        }
+    if (nbv < nb)
+        _pl_move2d_1(src + nbv, ssa, 1, dst + nbv * dsb, 1, dsb, nal, nb - nbv);
+    if (nal < na)
+        pl_tile1_avx2(src + nal * ssa, ssa, dst + nal, dsb, na - nal, nb);
+    _mm_sfence();
+}
 PL_DEFINE_STREAM_TILE(pl_stile2_avx2, PL_AVX2, 2, 8, __m128i, pl_t8x8_epi16, pl_stream_si128, pl_tile2_avx2,
                       _pl_move2d_2)
 PL_DEFINE_STREAM_TILE(pl_stile4_avx2, PL_AVX2, 4, 8, __m256, pl_t8x8_ps, pl_stream_ps256, pl_tile4_avx2,
@@ -275,10 +343,83 @@ PL_DEFINE_STREAM_TILE(pl_stile8_avx2, PL_AVX2, 8, 4, __m256d, pl_t4x4_pd, pl_str
 PL_DEFINE_STREAM_TILE(pl_stile16_avx2, PL_AVX2, 16, 1, __m128i, pl_t1x1_si128, pl_stream_si128, pl_tile16_avx2,
                       _pl_move2d_16)
 
+/* Step-2 gathers (x[..., ::2] into a dense row): each step loads two
+ * vectors of src (2 * PER elements), keeps the even elements and stores PER
+ * of them.  A step runs only while at least one more element follows it, so
+ * the last src element loaded (index 2 * PER - 1 of the step) is never past
+ * the last element copied (src index 2 * PER of the step); the rest goes
+ * element by element.  Measured on (32,64,112,224)[..., ::2] float32, 1
+ * thread: 3.5 GB/s with the scalar strided loop, 4.8 with these cached,
+ * 6.6 streaming (copy.c picks streaming for large copies). */
+#define PL_DEFINE_GATHER2(NAME, SIZE, PER, EVENS)                                                        \
+    PL_AVX2 static void NAME(const char *src, char *dst, int64_t n)                                    \
+    {                                                                                                    \
+        int64_t i = 0;                                                                                   \
+        for (; i + (PER) < n; i += (PER)) {                                                              \
+            const char *s = src + 2 * i * (SIZE);                                                        \
+            __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)s);                            \
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));                     \
+            _mm256_storeu_si256((__m256i *)(void *)(dst + i * (SIZE)), EVENS(a, b));                     \
+        }                                                                                                \
+        for (; i < n; i++)                                                                               \
+            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
+    }                                                                                                    \
+    /* Streaming stores: element by element up to a 32-byte aligned dst. */                              \
+    PL_AVX2 static void NAME##_stream(const char *src, char *dst, int64_t n)                           \
+    {                                                                                                    \
+        int64_t i = 0;                                                                                   \
+        for (; i < n && (((uintptr_t)(dst + i * (SIZE))) & 31) != 0; i++)                               \
+            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
+        for (; i + (PER) < n; i += (PER)) {                                                              \
+            const char *s = src + 2 * i * (SIZE);                                                        \
+            __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)s);                            \
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));                     \
+            _mm256_stream_si256((__m256i *)(void *)(dst + i * (SIZE)), EVENS(a, b));                     \
+        }                                                                                                \
+        for (; i < n; i++)                                                                               \
+            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
+        _mm_sfence();                                                                                    \
+    }
+
+/* Evens of a then evens of b, for 1-, 2-, 4- and 8-byte elements: gather
+ * each 128-bit lane's evens into its low 64 bits (or pairs of lanes'
+ * evens), then put the four 64-bit pieces in order with one cross-lane
+ * permute. */
+PL_AVX2 static inline __m256i pl_evens_epi8(__m256i a, __m256i b)
+{
+    const __m256i m = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1, 0, 2, 4, 6, 8, 10,
+                                       12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
+    __m256i x = _mm256_unpacklo_epi64(_mm256_shuffle_epi8(a, m), _mm256_shuffle_epi8(b, m));
+    return _mm256_permute4x64_epi64(x, 0xD8);
+}
+PL_AVX2 static inline __m256i pl_evens_epi16(__m256i a, __m256i b)
+{
+    const __m256i m = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8, 9, 12,
+                                       13, -1, -1, -1, -1, -1, -1, -1, -1);
+    __m256i x = _mm256_unpacklo_epi64(_mm256_shuffle_epi8(a, m), _mm256_shuffle_epi8(b, m));
+    return _mm256_permute4x64_epi64(x, 0xD8);
+}
+PL_AVX2 static inline __m256i pl_evens_epi32(__m256i a, __m256i b)
+{
+    __m256 x = _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_permute4x64_epi64(_mm256_castps_si256(x), 0xD8);
+}
+PL_AVX2 static inline __m256i pl_evens_epi64(__m256i a, __m256i b)
+{
+    return _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), 0xD8);
+}
+
+PL_DEFINE_GATHER2(pl_gather2_1_avx2, 1, 32, pl_evens_epi8)
+PL_DEFINE_GATHER2(pl_gather2_2_avx2, 2, 16, pl_evens_epi16)
+PL_DEFINE_GATHER2(pl_gather2_4_avx2, 4, 8, pl_evens_epi32)
+PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, 4, pl_evens_epi64)
+
 const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
     "avx2",
     {pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2, pl_tile8_avx2, pl_tile16_avx2},
     {pl_stile1_avx2, pl_stile2_avx2, pl_stile4_avx2, pl_stile8_avx2, pl_stile16_avx2},
+    {pl_gather2_1_avx2, pl_gather2_2_avx2, pl_gather2_4_avx2, pl_gather2_8_avx2, NULL},
+    {pl_gather2_1_avx2_stream, pl_gather2_2_avx2_stream, pl_gather2_4_avx2_stream, pl_gather2_8_avx2_stream, NULL},
 };
 
 #else

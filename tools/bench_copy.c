@@ -92,14 +92,18 @@ static double best_copy(const DLTensor *src, DLTensor *dst, int runs)
 }
 
 /* Runs one case at 1 and 2 threads and prints a line for each. */
-static void bench_case(const char *name, int ndim, int64_t *shape, int64_t *sstrides, int64_t *dstrides,
-                       int runs)
+static void bench_case_t(const char *name, int ndim, int64_t *shape, int64_t *sstrides, int64_t *dstrides,
+                         int runs, size_t itemsize, int64_t src_span)
 {
     DLDataType f32 = {kDLFloat, 32, 1};
-    size_t n = 4;
+    if (itemsize == 1)
+        f32 = (DLDataType){kDLUInt, 8, 1};
+    size_t n = itemsize;
     for (int d = 0; d < ndim; d++)
         n *= (size_t)shape[d];
-    void *a = xalloc(n), *b = xalloc(n);
+    /* src_span: elements the source spans (a sliced source is larger) */
+    size_t sn = src_span > 0 ? (size_t)src_span * itemsize : n;
+    void *a = xalloc(sn), *b = xalloc(n);
     DLTensor src = {a, {kDLCPU, 0}, ndim, f32, shape, sstrides, 0};
     DLTensor dst = {b, {kDLCPU, 0}, ndim, f32, shape, dstrides, 0};
     for (int threads = 1; threads <= 2; threads++) {
@@ -111,6 +115,12 @@ static void bench_case(const char *name, int ndim, int64_t *shape, int64_t *sstr
     }
     free(a);
     free(b);
+}
+
+static void bench_case(const char *name, int ndim, int64_t *shape, int64_t *sstrides, int64_t *dstrides,
+                       int runs)
+{
+    bench_case_t(name, ndim, shape, sstrides, dstrides, runs, 4, 0);
 }
 
 /* Small copies: where does a second thread start to pay? */
@@ -166,5 +176,18 @@ int main(int argc, char **argv)
     /* 256 MB identity copy */
     int64_t id[2] = {8192, 8192};
     bench_case("8192x8192 identity (256 MB)", 2, id, NULL, NULL, runs);
+
+    /* torch.randn(27,28,28,28,28).permute(2,3,1,4,0) -> contiguous */
+    int64_t p5[5] = {28, 28, 28, 28, 27};
+    int64_t p5_str[5] = {28 * 28, 28, 28 * 28 * 28, 1, 28 * 28 * 28 * 28};
+    bench_case("permute 5-D (27,28^4) by (2,3,1,4,0)", 5, p5, p5_str, NULL, runs);
+
+    /* torch.randn(32,64,112,224)[..., ::2] -> contiguous */
+    int64_t sl[4] = {32, 64, 112, 112};
+    int64_t sl_str[4] = {64 * 112 * 224, 112 * 224, 224, 2};
+    bench_case_t("sliced [..., ::2] (32,64,112,224)", 4, sl, sl_str, NULL, runs, 4, (int64_t)32 * 64 * 112 * 224);
+
+    /* uint8 8192 x 8192 transpose */
+    bench_case_t("8192x8192 uint8 transpose", 2, sq, tr, NULL, runs, 1, 0);
     return 0;
 }

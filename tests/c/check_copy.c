@@ -218,7 +218,9 @@ END_TEST
 static void transpose_cases(void)
 {
     static const int64_t sizes[][2] = {{2, 3},     {8, 8},    {16, 16},  {17, 33},  {64, 64},   {65, 63},
-                                       {256, 256}, {300, 77}, {3, 1000}, {1000, 3}, {512, 520}, {1024, 1024}};
+                                       {256, 256}, {300, 77}, {3, 1000}, {1000, 3}, {512, 520}, {1024, 1024},
+                                       {9, 12},    {12, 9},   {8, 20},   {23, 31},  {27, 28},   {5, 40},
+                                       {20, 127},  {130, 17}};
     static const int rev[2] = {1, 0};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (size_t is = 1; is <= 16; is *= 2) {
@@ -228,6 +230,23 @@ static void transpose_cases(void)
 }
 
 START_TEST(test_transpose_2d) { check_both_thread_counts(transpose_cases); }
+END_TEST
+
+/* Small-edge transposes in a deeper nest, as (27,28,28,28,28).permute(2,3,
+ * 1,4,0) -> contiguous, scaled down: 27 x 28 tiles whose outer loops are
+ * reordered to follow src (every element size; both thread counts). */
+static void small_edge_cases(void)
+{
+    static const int64_t shape[5] = {27, 28, 6, 7, 28}, shape2[5] = {9, 5, 4, 6, 12};
+    static const int perm[5] = {2, 3, 1, 4, 0};
+    for (size_t is = 1; is <= 16; is *= 2) {
+        check_perm(5, shape, NULL, perm, is);
+        check_perm(5, shape2, NULL, perm, is);
+        check_perm(5, shape, perm, NULL, is);
+    }
+}
+
+START_TEST(test_transpose_small_edges) { check_both_thread_counts(small_edge_cases); }
 END_TEST
 
 /* Copies large enough (>= 4 MiB) for the streaming-store kernels, aligned
@@ -259,6 +278,51 @@ static void large_cases(void)
 }
 
 START_TEST(test_transpose_large) { check_both_thread_counts(large_cases); }
+END_TEST
+
+/* ------------------------------------------------------ step-2 sources */
+
+/* x[..., ::2] into a dense dst: the step-2 gather kernels, every element
+ * size, lengths around each kernel's vector width, src and dst misaligned,
+ * rows that fuse and rows that do not, and copies large enough to stream. */
+static void step2_cases(void)
+{
+    unsigned seed = 4242;
+    static const int64_t lens[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1031};
+    static const int st1[1] = {2}, st2[2] = {1, 2}, st2b[2] = {2, 2}, st3[2] = {1, 3};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+            for (size_t mis = 0; mis < 2; mis++) {
+                tens s, d;
+                int64_t shape1[1] = {lens[li]}, shape2[2] = {3, lens[li]};
+                tens_make(&s, 1, shape1, NULL, st1, NULL, NULL, is, mis * (is > 1 ? is / 2 : 1), -1, &seed);
+                tens_make(&d, 1, shape1, NULL, NULL, NULL, NULL, is, mis * is, SENTINEL, &seed);
+                check_against_ref(&s.t, &d);
+                tens_free(&s);
+                tens_free(&d);
+                for (int k = 0; k < 3; k++) {
+                    const int *st = k == 0 ? st2 : k == 1 ? st2b : st3;
+                    tens_make(&s, 2, shape2, NULL, st, NULL, NULL, is, mis * is, -1, &seed);
+                    tens_make(&d, 2, shape2, NULL, NULL, NULL, NULL, is, 0, SENTINEL, &seed);
+                    check_against_ref(&s.t, &d);
+                    tens_free(&s);
+                    tens_free(&d);
+                }
+            }
+    /* >= 4 MiB: streaming stores; rows that do not fuse; a misaligned dst */
+    static const int64_t big[2] = {5, (int64_t)1 << 18 | 13};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t mis = 0; mis < 2; mis++) {
+            tens s, d;
+            tens_make(&s, 2, big, NULL, st2b, NULL, NULL, is, 0, -1, &seed);
+            tens_make(&d, 2, big, NULL, NULL, NULL, NULL, is, mis * is, SENTINEL, &seed);
+            check_against_ref(&s.t, &d);
+            tens_free(&s);
+            tens_free(&d);
+        }
+}
+
+START_TEST(test_step2) { check_both_thread_counts(step2_cases); }
 END_TEST
 
 /* ------------------------------------------------------- permutations */
@@ -751,9 +815,10 @@ static Suite *copy_suite(void)
         const TTest *tests[4];
     } cases[] = {
         {"identity", {test_identity, test_identity_null_strides}},
-        {"transpose_2d", {test_transpose_2d, test_transpose_large}},
+        {"transpose_2d", {test_transpose_2d, test_transpose_large, test_transpose_small_edges}},
         {"permutations", {test_permutations_3d_4d, test_permutations_6d}},
         {"broadcast", {test_broadcast}},
+        {"step2", {test_step2}},
         {"negative_strides", {test_negative_strides}},
         {"byte_offset", {test_byte_offset}},
         {"size0_size1", {test_size0_size1}},
