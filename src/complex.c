@@ -342,6 +342,23 @@ __attribute__((target("avx2"))) static void unpack_avx2_4(char *z, char *re, cha
     unpack_scalar_uint32_t(z, re, im, k, k1);
 }
 
+/* As pack_avx2_4, writing whole lines past the cache (the output is not
+ * read back soon, and skipping the read-for-ownership saves a third of the
+ * traffic).  z + 8 * k0 must be 32-byte aligned. */
+__attribute__((target("avx2"))) static void pack_avx2_4_stream(char *z, char *re, char *im, int64_t k0,
+                                                               int64_t k1)
+{
+    int64_t k = k0;
+    for (; k + 8 <= k1; k += 8) {
+        __m256 r = _mm256_loadu_ps((const float *)(re + 4 * k)), i = _mm256_loadu_ps((const float *)(im + 4 * k));
+        __m256 lo = _mm256_unpacklo_ps(r, i), hi = _mm256_unpackhi_ps(r, i);
+        _mm256_stream_ps((float *)(z + 8 * k), _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_stream_ps((float *)(z + 8 * k + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+    _mm_sfence(); /* order the streaming stores before anyone reads z */
+    pack_scalar_uint32_t(z, re, im, k, k1);
+}
+
 /* 4 complex128 per step. */
 __attribute__((target("avx2"))) static void pack_avx2_8(char *z, char *re, char *im, int64_t k0, int64_t k1)
 {
@@ -368,16 +385,23 @@ __attribute__((target("avx2"))) static void unpack_avx2_8(char *z, char *re, cha
 }
 #endif
 
-static interleave_fn pick_interleave(bool pack, size_t real_size)
+/* Streaming stores pay off once the output is well past the caches. */
+#define STREAM_MIN_BYTES ((size_t)4 << 20)
+
+static interleave_fn pick_interleave(bool pack, size_t real_size, const void *z, int64_t n)
 {
 #ifdef HAVE_X86_INTERLEAVE
     /* PYLAYOUT_SIMD=scalar|sse2 caps the path, as for copies (to test fallbacks). */
     const char *cap = getenv("PYLAYOUT_SIMD");
     bool avx2 = __builtin_cpu_supports("avx2") && !(cap && (!strcmp(cap, "scalar") || !strcmp(cap, "sse2")));
+    bool stream = (size_t)n * 2 * real_size >= STREAM_MIN_BYTES && (uintptr_t)z % 32 == 0;
     if (avx2 && real_size == 4)
-        return pack ? pack_avx2_4 : unpack_avx2_4;
+        return pack ? (stream ? pack_avx2_4_stream : pack_avx2_4) : unpack_avx2_4;
     if (avx2 && real_size == 8)
         return pack ? pack_avx2_8 : unpack_avx2_8;
+#else
+    (void)z;
+    (void)n;
 #endif
     switch (real_size) {
     case 2: return pack ? pack_scalar_uint16_t : unpack_scalar_uint16_t;
@@ -391,7 +415,7 @@ static interleave_fn pick_interleave(bool pack, size_t real_size)
 
 static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_t real_size)
 {
-    interleave_fn fn = pick_interleave(pack, real_size);
+    interleave_fn fn = pick_interleave(pack, real_size, zp, n);
     int nthreads = 1;
     if (n >= PACK_PARALLEL_MIN)
         pylayout_get_num_threads(&nthreads);

@@ -918,6 +918,54 @@ START_TEST(test_large_parallel)
 }
 END_TEST
 
+/* Outputs of 4 MiB and more take the streaming-store kernels when 32-byte
+ * aligned, and the cached ones when not: both, with an odd tail, against a
+ * naive interleave, at 1 and 2 threads. */
+START_TEST(test_pack_streaming_large)
+{
+    const int64_t n = ((int64_t)1 << 20) + 5; /* 8 MiB of complex64, tail of 5 */
+    float *re = malloc((size_t)n * sizeof(float)), *im = malloc((size_t)n * sizeof(float));
+    char *raw = aligned_alloc(64, (size_t)n * 8 + 64);
+    ck_assert_ptr_nonnull(re);
+    ck_assert_ptr_nonnull(im);
+    ck_assert_ptr_nonnull(raw);
+    for (int64_t k = 0; k < n; k++) {
+        re[k] = (float)k * 0.5f;
+        im[k] = -(float)k - 0.25f;
+    }
+    int64_t shape[1] = {n};
+    DLTensor tre = {re, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+    DLTensor tim = {im, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+    for (int threads = 1; threads <= 2; threads++) {
+        ck_assert_int_eq(pylayout_set_num_threads(threads), PYLAYOUT_OK);
+        for (size_t misalign = 0; misalign <= 16; misalign += 16) { /* 32-aligned, then not */
+            char *z = raw + misalign;
+            memset(raw, 0xAB, (size_t)n * 8 + 64);
+            DLTensor tz = {z, {kDLCPU, 0}, 1, {kDLComplex, 64, 1}, shape, NULL, 0};
+            ck_assert_int_eq(pylayout_pack_complex(&tre, &tim, &tz), PYLAYOUT_OK);
+            for (int64_t k = 0; k < n; k++) {
+                float pair[2];
+                memcpy(pair, z + 8 * k, sizeof pair);
+                if (pair[0] != re[k] || pair[1] != im[k])
+                    ck_abort_msg("element %lld wrong (threads %d, misalign %zu)", (long long)k, threads, misalign);
+            }
+            ck_assert_uint_eq((unsigned char)raw[misalign + (size_t)n * 8], 0xAB); /* nothing past the end */
+            float *ore = malloc((size_t)n * sizeof(float)), *oim = malloc((size_t)n * sizeof(float));
+            DLTensor tore = {ore, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+            DLTensor toim = {oim, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+            ck_assert_int_eq(pylayout_unpack_complex(&tz, &tore, &toim), PYLAYOUT_OK);
+            ck_assert_int_eq(memcmp(ore, re, (size_t)n * sizeof(float)), 0);
+            ck_assert_int_eq(memcmp(oim, im, (size_t)n * sizeof(float)), 0);
+            free(ore);
+            free(oim);
+        }
+    }
+    free(re);
+    free(im);
+    free(raw);
+}
+END_TEST
+
 /* --------------------------------------------------------------- main */
 
 static Suite *complex_suite(void)
@@ -933,7 +981,7 @@ static Suite *complex_suite(void)
         {"canonical", {test_canonical_strides, test_canonical_strides_errors,
                        test_canonical_strides_even_outside_broadcast_dim}},
         {"pack", {test_pack_small_exact, test_pack_errors_write_nothing, test_unpack_errors_write_nothing}},
-        {"random", {test_random_vs_naive, test_large_parallel}},
+        {"random", {test_random_vs_naive, test_large_parallel, test_pack_streaming_large}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
