@@ -925,7 +925,8 @@ START_TEST(test_pack_streaming_large)
 {
     const int64_t n = ((int64_t)1 << 20) + 5; /* 8 MiB of complex64, tail of 5 */
     float *re = malloc((size_t)n * sizeof(float)), *im = malloc((size_t)n * sizeof(float));
-    char *raw = aligned_alloc(64, (size_t)n * 8 + 64);
+    size_t raw_bytes = ((size_t)n * 8 + 64 + 63) & ~(size_t)63; /* aligned_alloc wants a multiple of 64 */
+    char *raw = aligned_alloc(64, raw_bytes);
     ck_assert_ptr_nonnull(re);
     ck_assert_ptr_nonnull(im);
     ck_assert_ptr_nonnull(raw);
@@ -940,7 +941,7 @@ START_TEST(test_pack_streaming_large)
         ck_assert_int_eq(pylayout_set_num_threads(threads), PYLAYOUT_OK);
         for (size_t misalign = 0; misalign <= 16; misalign += 16) { /* 32-aligned, then not */
             char *z = raw + misalign;
-            memset(raw, 0xAB, (size_t)n * 8 + 64);
+            memset(raw, 0xAB, raw_bytes);
             DLTensor tz = {z, {kDLCPU, 0}, 1, {kDLComplex, 64, 1}, shape, NULL, 0};
             ck_assert_int_eq(pylayout_pack_complex(&tre, &tim, &tz), PYLAYOUT_OK);
             for (int64_t k = 0; k < n; k++) {
