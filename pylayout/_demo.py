@@ -6,8 +6,6 @@ skipped.  It ends with a short speed table measured on the spot.
 """
 from __future__ import annotations
 
-import time
-
 import pylayout as pl
 
 try:
@@ -134,14 +132,14 @@ def story_3() -> None:
     y = torch.empty(8, 1, 32, 32)
     print(f"  C == 1: both at once ({pl.is_contiguous(y)}, {pl.is_contiguous(y, 'channels_last')}); "
           f"suggest_format -> {pl.suggest_format(y)!r}, as torch resolves it")
+    from ._bench import best_time
+
     x = torch.randn(32, 64, 56, 56)
-    t0 = time.perf_counter()
-    a = pl.contiguous(x, torch.channels_last)
-    t1 = time.perf_counter()
-    b = x.contiguous(memory_format=torch.channels_last)
-    t2 = time.perf_counter()
-    print(f"  NCHW -> channels_last {tuple(x.shape)}: pylayout {1e3 * (t1 - t0):.1f} ms, "
-          f"torch {1e3 * (t2 - t1):.1f} ms, bit-equal={torch.equal(a, b)}")
+    a, b = pl.contiguous(x, torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    ours = best_time(lambda: pl.contiguous(x, torch.channels_last), 3)
+    theirs = best_time(lambda: x.contiguous(memory_format=torch.channels_last), 3)
+    print(f"  NCHW -> channels_last {tuple(x.shape)}, best of 3: pylayout {1e3 * ours:.1f} ms, "
+          f"torch {1e3 * theirs:.1f} ms, bit-equal={torch.equal(a, b)}")
     print(f"  already channels_last -> same object: {pl.contiguous(a, torch.channels_last) is a}")
 
 
