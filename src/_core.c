@@ -12,7 +12,7 @@
 #include <Python.h>
 #include <string.h>
 
-#include "pylayout.h"
+#include "internal.h" /* the core is compiled into the extension */
 
 /* ------------------------------------------------------------------ state */
 
@@ -139,17 +139,6 @@ static int64_t numel_of(const DLTensor *dl)
     return n;
 }
 
-static size_t itemsize_of(const DLTensor *dl)
-{
-    return ((size_t)dl->dtype.bits * dl->dtype.lanes + 7) / 8;
-}
-
-static bool device_is_host(DLDevice dev)
-{
-    return dev.device_type == kDLCPU || dev.device_type == kDLCUDAHost || dev.device_type == kDLROCMHost ||
-           dev.device_type == kDLCUDAManaged;
-}
-
 /* ------------------------------------------------------------ Tensor type */
 
 /* pylayout_tensor_release, keeping any pending Python exception: the last
@@ -241,14 +230,14 @@ static PyObject *Tensor_get_ndim(PyObject *op, void *c)
 static PyObject *Tensor_get_itemsize(PyObject *op, void *c)
 {
     (void)c;
-    return PyLong_FromSize_t(itemsize_of(((TensorObject *)op)->dl));
+    return PyLong_FromSize_t(_pylayout_itemsize(((TensorObject *)op)->dl->dtype));
 }
 
 static PyObject *Tensor_get_nbytes(PyObject *op, void *c)
 {
     (void)c;
     const DLTensor *dl = ((TensorObject *)op)->dl;
-    return PyLong_FromLongLong(numel_of(dl) * (int64_t)itemsize_of(dl));
+    return PyLong_FromLongLong(numel_of(dl) * (int64_t)_pylayout_itemsize(dl->dtype));
 }
 
 static PyObject *Tensor_get_data_ptr(PyObject *op, void *c)
@@ -348,7 +337,7 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
 {
     TensorObject *self = (TensorObject *)op;
     const DLTensor *dl = self->dl;
-    if (!device_is_host(dl->device)) {
+    if (!_pylayout_device_is_host(dl->device)) {
         PyErr_Format(PyExc_BufferError,
                      "the buffer protocol needs CPU memory; this tensor lives on device type %d; use "
                      "DLPack (__dlpack__) to hand it to a library for that device",
@@ -379,7 +368,7 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
                         "(pylayout.contiguous) or ask for a strided buffer");
         return -1;
     }
-    Py_ssize_t itemsize = (Py_ssize_t)itemsize_of(dl);
+    Py_ssize_t itemsize = (Py_ssize_t)_pylayout_itemsize(dl->dtype);
     Py_ssize_t *dims = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(dl->ndim ? dl->ndim : 1));
     if (!dims) {
         PyErr_NoMemory();
@@ -902,7 +891,7 @@ static PyObject *Tensor_array(PyObject *op, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:__array__", kwlist, &dtype, &copy))
         return NULL;
     const DLTensor *dl = ((TensorObject *)op)->dl;
-    if (!device_is_host(dl->device)) {
+    if (!_pylayout_device_is_host(dl->device)) {
         PyErr_Format(PyExc_BufferError,
                      "cannot make a NumPy array of a tensor on device type %d (not CPU memory); copy it to "
                      "the CPU with its own library first",
@@ -1254,7 +1243,7 @@ static PyObject *export_like(core_state *state, PyObject *like, pylayout_tensor 
 
 static int check_host(const DLTensor *dl, const char *what)
 {
-    if (device_is_host(dl->device))
+    if (_pylayout_device_is_host(dl->device))
         return 0;
     PyErr_Format(PyExc_BufferError,
                  "%s lives on device type %d (not CPU memory); pylayout has no backend for that device yet, "

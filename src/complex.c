@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy_kernels.h"
 #include "internal.h"
 
 #ifdef _OPENMP
@@ -253,7 +254,7 @@ static pylayout_status check_planar(const DLTensor *z, const DLTensor *re, const
     const DLTensor *written[2] = {z_written ? z : re, z_written ? NULL : im};
     const int64_t *wstrides[2] = {z_written ? zs : rs, is};
     for (int w = 0; w < 2 && written[w]; w++)
-        if (_pylayout_self_overlaps(written[w]->ndim, written[w]->shape, wstrides[w]))
+        if (_pylayout_self_overlaps(written[w]->ndim, written[w]->shape, wstrides[w], NULL))
             return _pylayout_fail(PYLAYOUT_ERR_OVERLAP,
                                   "%s has elements that share memory (a stride of 0, or strides that "
                                   "interleave), so it cannot be written; pass a dense tensor",
@@ -391,9 +392,8 @@ __attribute__((target("avx2"))) static void unpack_avx2_8(char *z, char *re, cha
 static interleave_fn pick_interleave(bool pack, size_t real_size, const void *z, int64_t n)
 {
 #ifdef HAVE_X86_INTERLEAVE
-    /* PYLAYOUT_SIMD=scalar|sse2 caps the path, as for copies (to test fallbacks). */
-    const char *cap = getenv("PYLAYOUT_SIMD");
-    bool avx2 = __builtin_cpu_supports("avx2") && !(cap && (!strcmp(cap, "scalar") || !strcmp(cap, "sse2")));
+    /* The copy engine's run-time choice (cached; PYLAYOUT_SIMD caps it). */
+    bool avx2 = !strcmp(_pylayout_copy_kernels_get()->name, "avx2");
     bool stream = (size_t)n * 2 * real_size >= STREAM_MIN_BYTES && (uintptr_t)z % 32 == 0;
     if (avx2 && real_size == 4)
         return pack ? (stream ? pack_avx2_4_stream : pack_avx2_4) : unpack_avx2_4;

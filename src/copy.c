@@ -372,38 +372,6 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
 
 /* ---------------------------------------------------------- validation */
 
-/* Whether no two distinct indices of a tensor map to the same byte: sorting
- * dims by |stride|, each stride must clear the extent of the dims inside it.
- * (Sufficient, and exact for every dense or sliced layout; the rare
- * interleaved non-overlapping layout it rejects is reported as overlap.) */
-static bool pl_no_self_overlap(int32_t ndim, const int64_t *shape, const int64_t *strides, size_t itemsize,
-                               int *bad_dim_ret)
-{
-    int order[PYLAYOUT_MAX_NDIM];
-    int n = 0;
-    for (int k = 0; k < ndim; k++) {
-        if (shape[k] <= 1)
-            continue;
-        int pos = n++;
-        while (pos > 0 && pl_abs(strides[order[pos - 1]]) > pl_abs(strides[k])) {
-            order[pos] = order[pos - 1];
-            pos--;
-        }
-        order[pos] = k;
-    }
-    int64_t extent = (int64_t)itemsize; /* bytes spanned by the dims inside */
-    for (int i = 0; i < n; i++) {
-        int k = order[i];
-        int64_t step = pl_abs(strides[k]) * (int64_t)itemsize;
-        if (step < extent) {
-            *bad_dim_ret = k;
-            return false;
-        }
-        extent += (shape[k] - 1) * step;
-    }
-    return true;
-}
-
 pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
 {
     int64_t sstr[PYLAYOUT_MAX_NDIM], dstr[PYLAYOUT_MAX_NDIM];
@@ -448,8 +416,8 @@ pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
             return PYLAYOUT_OK; /* nothing to copy */
         }
 
-    int bad = -1;
-    if (!pl_no_self_overlap(ndim, dst->shape, dstr, itemsize, &bad))
+    int bad = -1; /* the shared test: sorted by |stride|, each must clear the dims inside it */
+    if (_pylayout_self_overlaps(ndim, dst->shape, dstr, &bad))
         return _pylayout_fail(PYLAYOUT_ERR_OVERLAP,
                               "dst overlaps itself: dim %d (size %lld, stride %lld) maps different indices to "
                               "the same memory; copy into a dense tensor instead",

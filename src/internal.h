@@ -49,8 +49,9 @@ pylayout_status _pylayout_extent(int32_t ndim, const int64_t *shape, const int64
 
 /* True if two distinct indices of a tensor with these shape and element
  * strides can reach the same element (a stride-0 dim of size > 1, or
- * strides that interleave).  Conservative: false means certainly disjoint. */
-bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides);
+ * strides that interleave), storing the offending dim in *dim_ret when
+ * dim_ret is not NULL.  Conservative: false means certainly disjoint. */
+bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides, int *dim_ret);
 
 /* Allocation with 64-byte alignment (size 0 gives a valid unique pointer). */
 void *_pylayout_aligned_alloc(size_t nbytes);

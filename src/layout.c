@@ -53,7 +53,7 @@ static bool grow(int64_t *step, int64_t size)
     return true;
 }
 
-bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides)
+bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides, int *dim_ret)
 {
     /* Sufficient test, exact for every tensor torch or NumPy can make dense:
      * sorted by |stride|, each dim of size > 1 must step past the whole
@@ -76,10 +76,12 @@ bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *
     int64_t reach = 0; /* elements spanned by the inner dims, minus one */
     for (int i = 0; i < n; i++) {
         int64_t s = abs64(strides[perm[i]]), span;
-        if (s <= reach)
+        if (s <= reach || __builtin_mul_overflow(s, shape[perm[i]] - 1, &span) ||
+            __builtin_add_overflow(reach, span, &reach)) {
+            if (dim_ret)
+                *dim_ret = perm[i];
             return true;
-        if (__builtin_mul_overflow(s, shape[perm[i]] - 1, &span) || __builtin_add_overflow(reach, span, &reach))
-            return true;
+        }
     }
     return false;
 }
