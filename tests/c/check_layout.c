@@ -36,10 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <pylayout.h>
+
+#include "check_util.h"
 
 #define FMT_C PYLAYOUT_FORMAT_CONTIGUOUS
 #define FMT_CL PYLAYOUT_FORMAT_CHANNELS_LAST
@@ -300,21 +300,6 @@ START_TEST(test_query_errors)
     ck_assert_int_eq(pylayout_numel(&noshape, &n), PYLAYOUT_ERR_INVALID_TENSOR);
 }
 END_TEST
-
-/* Runs fn in a forked child and returns its exit status, or -signal if it
- * died (check_layout uses no OpenMP, so forking is safe): a crash or a
- * sanitizer abort then fails one test instead of the whole runner. */
-static int run_in_child(int (*fn)(void))
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0)
-        _exit(fn());
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-}
 
 /* Tensors whose element count overflows int64: pylayout_numel says
  * INVALID_TENSOR, and so must the other metadata queries.  Returns 0 if

@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <pylayout.h>
+
+#include "check_util.h"
 
 static const DLDataType f32 = {kDLFloat, 32, 1};
 
@@ -869,21 +869,6 @@ START_TEST(test_view_of_offset_base)
     pylayout_tensor_release(base);
 }
 END_TEST
-
-/* Runs fn in a forked child (it calls no OpenMP code) and returns its exit
- * status, or -signal if it crashed: lets a test report a crash as a failure
- * instead of taking the whole CK_NOFORK runner down. */
-static int run_in_child(int (*fn)(void))
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0)
-        _exit(fn());
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-}
 
 static int view_null_tensor_ret(void)
 {

@@ -54,6 +54,20 @@ def rss_bytes() -> int:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def rss_growth(fn, n: int, warmup: int) -> int:
+    """Bytes RSS grew by over n calls of fn, after warmup calls and a collection."""
+    import gc
+
+    for _ in range(warmup):
+        fn()
+    gc.collect()
+    before = rss_bytes()
+    for _ in range(n):
+        fn()
+    gc.collect()
+    return rss_bytes() - before
+
+
 # ------------------------------------------------------------- layouts
 
 _SIZES = [1, 1, 2, 2, 3, 3, 4, 5]

@@ -18,7 +18,7 @@ import pytest
 
 import pylayout as pl
 from pylayout import _core
-from conftest import rss_bytes, skip_rss_under_asan, torch_layouts
+from conftest import rss_growth, skip_rss_under_asan, torch_layouts
 
 N_RANDOM = 1500
 
@@ -271,14 +271,7 @@ def test_bfloat16_torch_only(torch, np):
 
 
 def _leak_loop(fn, n, warmup=20000):
-    for _ in range(warmup):
-        fn()
-    gc.collect()
-    before = rss_bytes()
-    for _ in range(n):
-        fn()
-    gc.collect()
-    return rss_bytes() - before
+    return rss_growth(fn, n, warmup)
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ import pytest
 
 import _producers as P
 import pylayout as pl
-from conftest import rss_bytes
+from conftest import rss_growth
 
 np = pytest.importorskip("numpy", reason="NumPy is needed for the reliability tests")
 try:
@@ -400,14 +400,7 @@ HUGE = (2**40, 2**20)  # 2**60 float32 elements: 4 EiB, no allocator can satisfy
 
 
 def _rss_flat(fn, n=200, warmup=20, slack=4 << 20):
-    for _ in range(warmup):
-        fn()
-    gc.collect()
-    before = rss_bytes()
-    for _ in range(n):
-        fn()
-    gc.collect()
-    grown = rss_bytes() - before
+    grown = rss_growth(fn, n, warmup)
     assert grown < slack, f"RSS grew by {grown / 1e6:.1f} MB over {n} failed allocations"
 
 
