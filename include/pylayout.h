@@ -18,7 +18,8 @@
  *       lifetime: pylayout_tensor_retain, pylayout_tensor_release
  *   Copies   (CPU memory; cache-blocked, OpenMP-parallel):
  *       pylayout_copy, pylayout_convert, pylayout_convert_order,
- *       pylayout_set_num_threads, pylayout_get_num_threads
+ *       pylayout_set_num_threads, pylayout_get_num_threads,
+ *       pylayout_set_cache_limit, pylayout_cache_info
  *   Complex  (views where memory allows, packing where it does not):
  *       pylayout_canonical_strides, pylayout_tensor_canonicalize,
  *       pylayout_view_as_complex, pylayout_view_as_real,
@@ -265,6 +266,23 @@ PYLAYOUT_API pylayout_status pylayout_set_num_threads(int n);
 
 /* Stores the thread count copies use in *n_ret (1 without OpenMP). */
 PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
+
+/* Caps the memory pylayout keeps for reuse, for the whole process.
+ * Outputs of 32 MiB and more that pylayout allocated (pylayout_convert,
+ * pylayout_tensor_empty, ...) are not unmapped when released: up to this
+ * many bytes of them stay mapped but lazily freed (Linux MADV_FREE), so the
+ * kernel reclaims their pages whenever it needs memory, and until then the
+ * next allocation of the same size reuses them without page faults.  This
+ * is what makes a loop of allocating conversions run at copy speed.  Lazily
+ * freed pages count in RSS until reclaimed.  0 releases everything now and
+ * turns the cache off.  The default is PYLAYOUT_CACHE_LIMIT (bytes) from the
+ * environment, else 1 GiB (0 in AddressSanitizer builds).
+ * Returns OK or INVALID_ARGUMENT (nbytes < 0). */
+PYLAYOUT_API pylayout_status pylayout_set_cache_limit(int64_t nbytes);
+
+/* Stores the cache limit in *limit_ret and the bytes it holds now in
+ * *held_ret; either may be NULL, not both.  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_cache_info(int64_t *limit_ret, int64_t *held_ret);
 
 /* Describes the build: whether OpenMP is compiled in and which SIMD kernel
  * path was chosen at run time ("avx2", "sse2", "scalar", ...). */

@@ -1582,6 +1582,27 @@ static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
     return PyLong_FromLong(n);
 }
 
+static PyObject *mod_set_cache_limit(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    pylayout_status st = pylayout_set_cache_limit((int64_t)v);
+    if (st != PYLAYOUT_OK)
+        return raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_cache_info(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int64_t limit = 0, held = 0;
+    pylayout_cache_info(&limit, &held);
+    return Py_BuildValue("{s:L,s:L}", "limit", (long long)limit, "held", (long long)held);
+}
+
 static PyObject *mod_build_info(PyObject *module, PyObject *unused)
 {
     (void)module;
@@ -1638,6 +1659,12 @@ static PyMethodDef module_methods[] = {
     {"unpack_complex", (PyCFunction)(void (*)(void))mod_unpack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
     {"set_num_threads", mod_set_num_threads, METH_O, NULL},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, NULL},
+    {"set_cache_limit", mod_set_cache_limit, METH_O,
+     "set_cache_limit(nbytes)\n--\n\nCaps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
+     "lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"
+     "them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT or 1 GiB."},
+    {"cache_info", mod_cache_info, METH_NOARGS,
+     "cache_info()\n--\n\n{'limit': bytes, 'held': bytes} of the output reuse cache."},
     {"build_info", mod_build_info, METH_NOARGS, NULL},
     {"_to_type", mod_to_type, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

@@ -53,8 +53,10 @@ pylayout_status _pylayout_extent(int32_t ndim, const int64_t *shape, const int64
  * dim_ret is not NULL.  Conservative: false means certainly disjoint. */
 bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *strides, int *dim_ret);
 
-/* Allocation with 64-byte alignment (size 0 gives a valid unique pointer). */
+/* Allocation with 64-byte alignment (size 0 gives a valid unique pointer);
+ * large blocks are 2 MiB aligned and may come from the reuse cache
+ * (alloc.c).  Free with the same nbytes. */
 void *_pylayout_aligned_alloc(size_t nbytes);
-void _pylayout_aligned_free(void *p);
+void _pylayout_aligned_free(void *p, size_t nbytes);
 
 #endif /* PYLAYOUT_INTERNAL_H */

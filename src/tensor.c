@@ -30,6 +30,7 @@ struct pylayout_tensor {
         void *allocation;
         pylayout_tensor *base;
     } owner;
+    size_t allocation_bytes; /* OWNER_ALLOCATED: the size asked for */
     uint64_t flags;
     DLTensor dl;
     int64_t dims[]; /* shape[ndim], then strides[ndim] */
@@ -53,6 +54,7 @@ static pylayout_status make_tensor(const DLTensor *src, uint64_t flags, const ch
     atomic_init(&t->refcount, 1);
     t->owner_kind = OWNER_BORROWED;
     t->owner.allocation = NULL;
+    t->allocation_bytes = 0;
     t->flags = flags & (PYLAYOUT_FLAG_READ_ONLY | PYLAYOUT_FLAG_IS_COPIED);
     t->dl = *src;
     t->dl.shape = t->dims;
@@ -129,11 +131,12 @@ static pylayout_status alloc_with_strides(int32_t ndim, const int64_t *shape, DL
     };
     pylayout_status st = make_tensor(&desc, 0, "tensor", tensor_ret);
     if (st != PYLAYOUT_OK) {
-        _pylayout_aligned_free(data);
+        _pylayout_aligned_free(data, (size_t)nbytes);
         return st;
     }
     (*tensor_ret)->owner_kind = OWNER_ALLOCATED;
     (*tensor_ret)->owner.allocation = data;
+    (*tensor_ret)->allocation_bytes = (size_t)nbytes;
     return PYLAYOUT_OK;
 }
 
@@ -247,7 +250,7 @@ pylayout_status pylayout_tensor_release(pylayout_tensor *tensor)
             tensor->owner.versioned->deleter(tensor->owner.versioned);
         break;
     case OWNER_ALLOCATED:
-        _pylayout_aligned_free(tensor->owner.allocation);
+        _pylayout_aligned_free(tensor->owner.allocation, tensor->allocation_bytes);
         break;
     case OWNER_BASE:
         pylayout_tensor_release(tensor->owner.base);

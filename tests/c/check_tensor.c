@@ -1153,6 +1153,154 @@ START_TEST(test_concurrent_retain_release)
 }
 END_TEST
 
+/* ------------------------------------------------------------- cache */
+
+#define MIB ((int64_t)1 << 20)
+
+/* A float32 tensor of `mib` MiB from pylayout_tensor_empty, filled with `v`. */
+static pylayout_tensor *empty_mib(int64_t mib, float v)
+{
+    int64_t shape[1] = {mib * MIB / 4};
+    pylayout_tensor *t = NULL;
+    ck_assert_int_eq(pylayout_tensor_empty(1, shape, (DLDataType){kDLFloat, 32, 1}, PYLAYOUT_FORMAT_CONTIGUOUS, &t),
+                     PYLAYOUT_OK);
+    const DLTensor *d = NULL;
+    ck_assert_int_eq(pylayout_tensor_dltensor(t, &d), PYLAYOUT_OK);
+    ck_assert_uint_eq((uintptr_t)d->data % 64, 0);
+    float *f = d->data;
+    for (int64_t k = 0; k < shape[0]; k++)
+        f[k] = v;
+    return t;
+}
+
+static int64_t cache_held(void)
+{
+    int64_t held = -1;
+    ck_assert_int_eq(pylayout_cache_info(NULL, &held), PYLAYOUT_OK);
+    return held;
+}
+
+static int64_t saved_limit;
+static void cache_setup(void)
+{
+    ck_assert_int_eq(pylayout_cache_info(&saved_limit, NULL), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_set_cache_limit(256 * MIB), PYLAYOUT_OK);
+}
+static void cache_teardown(void)
+{
+    ck_assert_int_eq(pylayout_set_cache_limit(0), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 0);
+    ck_assert_int_eq(pylayout_set_cache_limit(saved_limit), PYLAYOUT_OK);
+}
+
+/* A released large output is kept and handed to the next allocation of the
+ * same size; other sizes get fresh memory. */
+START_TEST(test_cache_reuses_same_size)
+{
+    pylayout_tensor *a = empty_mib(40, 1.0f);
+    ck_assert_int_eq(cache_held(), 0);
+    ck_assert_int_eq(pylayout_tensor_release(a), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 40 * MIB);
+    pylayout_tensor *b = empty_mib(40, 2.0f); /* takes the cached block */
+    ck_assert_int_eq(cache_held(), 0);
+    pylayout_tensor *c = empty_mib(34, 3.0f); /* no block of that size: fresh */
+    ck_assert_int_eq(cache_held(), 0);
+    ck_assert_int_eq(pylayout_tensor_release(b), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_tensor_release(c), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 74 * MIB);
+    /* 33 MiB rounds to the same 34 MiB of 2 MiB pages as the cached block */
+    pylayout_tensor *d = empty_mib(33, 4.0f);
+    ck_assert_int_eq(cache_held(), 40 * MIB);
+    ck_assert_int_eq(pylayout_tensor_release(d), PYLAYOUT_OK);
+}
+END_TEST
+
+/* Small blocks are malloc's business; blocks over the limit are unmapped;
+ * the oldest block goes first when the limit or the slot count is reached. */
+START_TEST(test_cache_limits)
+{
+    ck_assert_int_eq(pylayout_tensor_release(empty_mib(4, 1.0f)), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 0);
+    ck_assert_int_eq(pylayout_set_cache_limit(100 * MIB), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_tensor_release(empty_mib(128, 1.0f)), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 0);
+    pylayout_tensor *t[10];
+    for (int k = 0; k < 3; k++)
+        t[k] = empty_mib(34 + 2 * k, (float)k); /* 34, 36, 38 MiB */
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(pylayout_tensor_release(t[k]), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 36 * MIB + 38 * MIB); /* 34 was oldest: dropped at 108 > 100 */
+    pylayout_tensor *again = empty_mib(34, 0.0f);         /* fresh, the cache keeps both */
+    ck_assert_int_eq(cache_held(), 74 * MIB);
+    ck_assert_int_eq(pylayout_tensor_release(again), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 34 * MIB + 38 * MIB); /* now 36 was oldest */
+
+    ck_assert_int_eq(pylayout_set_cache_limit(1024 * MIB), PYLAYOUT_OK);
+    for (int k = 0; k < 10; k++)
+        t[k] = empty_mib(32 + 2 * k, (float)k);
+    for (int k = 0; k < 10; k++)
+        ck_assert_int_eq(pylayout_tensor_release(t[k]), PYLAYOUT_OK);
+    int64_t kept = 0; /* 8 slots: the newest eight, 36..50 MiB */
+    for (int k = 2; k < 10; k++)
+        kept += (32 + 2 * k) * MIB;
+    ck_assert_int_eq(cache_held(), kept);
+    ck_assert_int_eq(pylayout_set_cache_limit(40 * MIB), PYLAYOUT_OK); /* trims now */
+    ck_assert_int_lt(cache_held(), 40 * MIB + 1);
+    ck_assert_int_eq(pylayout_set_cache_limit(0), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 0);
+    ck_assert_int_eq(pylayout_tensor_release(empty_mib(34, 1.0f)), PYLAYOUT_OK);
+    ck_assert_int_eq(cache_held(), 0); /* off: nothing kept */
+}
+END_TEST
+
+static void expect_error(pylayout_status st, pylayout_status want, const char *needle)
+{
+    ck_assert_int_eq(st, want);
+    ck_assert_msg(strstr(pylayout_last_error(), needle) != NULL, "'%s' lacks '%s'", pylayout_last_error(), needle);
+}
+
+START_TEST(test_cache_errors)
+{
+    int64_t limit = -1;
+    expect_error(pylayout_set_cache_limit(-1), PYLAYOUT_ERR_INVALID_ARGUMENT, ">= 0");
+    ck_assert_int_eq(pylayout_cache_info(&limit, NULL), PYLAYOUT_OK);
+    ck_assert_int_eq(limit, 256 * MIB); /* unchanged by the refused call */
+    expect_error(pylayout_cache_info(NULL, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, "NULL");
+}
+END_TEST
+
+/* Threads allocate, fill, check and release blocks of two sizes at once:
+ * no block is ever handed to two owners. */
+static void *cache_worker(void *arg)
+{
+    const float v = (float)(uintptr_t)arg;
+    for (int round = 0; round < 6; round++) {
+        pylayout_tensor *t = empty_mib(round % 2 ? 34 : 36, v);
+        const DLTensor *d = NULL;
+        pylayout_tensor_dltensor(t, &d);
+        const float *f = d->data;
+        for (int64_t k = 0; k < d->shape[0]; k += 997)
+            if (f[k] != v)
+                return (void *)1;
+        pylayout_tensor_release(t);
+    }
+    return NULL;
+}
+
+START_TEST(test_cache_threads)
+{
+    pthread_t th[4];
+    for (uintptr_t i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, cache_worker, (void *)(i + 1)), 0);
+    for (int i = 0; i < 4; i++) {
+        void *ret = (void *)1;
+        ck_assert_int_eq(pthread_join(th[i], &ret), 0);
+        ck_assert_ptr_null(ret);
+    }
+    ck_assert_int_le(cache_held(), 256 * MIB);
+}
+END_TEST
+
 /* ------------------------------------------------------------ dtypes */
 
 static const struct {
@@ -1252,6 +1400,15 @@ static Suite *tensor_suite(void)
     tc = tcase_create("dtypes");
     tcase_add_loop_test(tc, test_dtype_names_round_trip, 0, (int)(sizeof dtype_names / sizeof dtype_names[0]));
     tcase_add_test(tc, test_dtype_name_errors);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("cache");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, cache_setup, cache_teardown);
+    tcase_add_test(tc, test_cache_reuses_same_size);
+    tcase_add_test(tc, test_cache_limits);
+    tcase_add_test(tc, test_cache_errors);
+    tcase_add_test(tc, test_cache_threads);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("threads");
