@@ -276,7 +276,8 @@ PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
  * is what makes a loop of allocating conversions run at copy speed.  Lazily
  * freed pages count in RSS until reclaimed.  0 releases everything now and
  * turns the cache off.  The default is PYLAYOUT_CACHE_LIMIT (bytes) from the
- * environment, else 1 GiB (0 in AddressSanitizer builds).
+ * environment, else an eighth of physical memory and at least 1 GiB (0 in
+ * AddressSanitizer builds).
  * Returns OK or INVALID_ARGUMENT (nbytes < 0). */
 PYLAYOUT_API pylayout_status pylayout_set_cache_limit(int64_t nbytes);
 

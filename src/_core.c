@@ -1662,7 +1662,7 @@ static PyMethodDef module_methods[] = {
     {"set_cache_limit", mod_set_cache_limit, METH_O,
      "set_cache_limit(nbytes)\n--\n\nCaps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
      "lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"
-     "them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT or 1 GiB."},
+     "them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT, else RAM / 8 (at least 1 GiB)."},
     {"cache_info", mod_cache_info, METH_NOARGS,
      "cache_info()\n--\n\n{'limit': bytes, 'held': bytes} of the output reuse cache."},
     {"build_info", mod_build_info, METH_NOARGS, NULL},

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -53,11 +54,6 @@
 #endif
 #endif
 
-#if defined(PL_ASAN)
-#define PL_CACHE_DEFAULT ((int64_t)0)
-#else
-#define PL_CACHE_DEFAULT ((int64_t)1 << 30)
-#endif
 
 #if defined(PL_HAVE_MMAP)
 
@@ -78,12 +74,28 @@ static void pl_cache_after_fork(void) { pthread_mutex_init(&pl_cache_lock, NULL)
 static pthread_once_t pl_cache_once = PTHREAD_ONCE_INIT;
 static void pl_cache_init(void) { (void)pthread_atfork(NULL, NULL, pl_cache_after_fork); }
 
+/* An eighth of physical memory, at least 1 GiB: lazily freed pages cost
+ * nothing the kernel cannot take back, and a cache smaller than one output
+ * of a large conversion would never hit.  0 under ASan. */
+static int64_t pl_cache_default(void)
+{
+#if defined(PL_ASAN)
+    return 0;
+#else
+    int64_t limit = (int64_t)1 << 30;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (int64_t)pages / 8 > limit / page)
+        limit = (int64_t)pages / 8 * page;
+    return limit;
+#endif
+}
+
 /* The limit in bytes: PYLAYOUT_CACHE_LIMIT (bytes; 0 turns the cache off)
  * or the default.  Called with the lock held. */
 static size_t pl_cache_limit_locked(void)
 {
     if (pl_cache_limit < 0) {
-        int64_t limit = PL_CACHE_DEFAULT;
+        int64_t limit = pl_cache_default();
         const char *env = getenv("PYLAYOUT_CACHE_LIMIT");
         if (env != NULL && *env != '\0') {
             char *end = NULL;
