@@ -22,6 +22,10 @@ typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64
  * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
 typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
 
+/* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
+ * dst with streaming stores (the edges with ordinary ones), and fences. */
+typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
+
 /* One SIMD path: a name for pylayout_build_info and a tile kernel per element
  * size 1, 2, 4, 8, 16 (index log2(itemsize)). */
 typedef struct _pylayout_copy_kernels {
@@ -36,6 +40,8 @@ typedef struct _pylayout_copy_kernels {
     _pylayout_gather2_fn gather2[5];
     /* The same with streaming stores (fenced), for copies beyond the caches. */
     _pylayout_gather2_fn gather2_stream[5];
+    /* Buffer-to-memory streaming copy, NULL where none exists. */
+    _pylayout_stream_copy_fn stream_copy;
 } _pylayout_copy_kernels;
 
 /* The kernels chosen at run time for this CPU (first call decides; thread-safe). */

@@ -188,12 +188,36 @@ PL_DEFINE_STREAM_TILE(pl_stile8_sse2, PL_SSE2, 8, 2, __m128d, pl_t2x2_pd, pl_str
 PL_DEFINE_STREAM_TILE(pl_stile16_sse2, PL_SSE2, 16, 1, __m128i, pl_t1x1_si128, pl_stream_si128, pl_tile16_sse2,
                       _pl_move2d_16)
 
+/* Streaming copy out of a buffer (see _pylayout_stream_copy_fn): bytes up
+ * to dst's first 64-byte boundary and after its last one go through memcpy,
+ * every line in between is written whole with streaming stores. */
+#define PL_DEFINE_STREAM_COPY(NAME, ATTR, VEC, LOADU, STREAM)                                           \
+    ATTR static void NAME(char *dst, const char *src, int64_t n)                                        \
+    {                                                                                                    \
+        enum { W = (int)sizeof(VEC) };                                                                   \
+        int64_t head = (int64_t)((64 - ((uintptr_t)dst & 63)) & 63);                                   \
+        if (head > n)                                                                                    \
+            head = n;                                                                                    \
+        memcpy(dst, src, (size_t)head);                                                                  \
+        int64_t i = head;                                                                                \
+        for (; i + 64 <= n; i += 64)                                                                     \
+            for (int k = 0; k < 64; k += W)                                                              \
+                STREAM((void *)(dst + i + k), LOADU((const void *)(src + i + k)));                       \
+        memcpy(dst + i, src + i, (size_t)(n - i));                                                       \
+        _mm_sfence();                                                                                    \
+    }
+
+static inline __m128i pl_loadu_si128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
+static inline void pl_stream_si128v(void *p, __m128i v) { _mm_stream_si128((__m128i *)p, v); }
+PL_DEFINE_STREAM_COPY(pl_stream_copy_sse2, PL_SSE2, __m128i, pl_loadu_si128, pl_stream_si128v)
+
 const _pylayout_copy_kernels _pylayout_copy_kernels_sse2 = {
     "sse2",
     {pl_tile1_sse2, pl_tile2_sse2, pl_tile4_sse2, pl_tile8_sse2, pl_tile16_sse2},
     {pl_stile1_sse2, pl_stile2_sse2, pl_stile4_sse2, pl_stile8_sse2, pl_stile16_sse2},
     {NULL, NULL, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
+    pl_stream_copy_sse2,
 };
 
 /* ------------------------------------------------------------------ AVX2 */
@@ -414,12 +438,17 @@ PL_DEFINE_GATHER2(pl_gather2_2_avx2, 2, 16, pl_evens_epi16)
 PL_DEFINE_GATHER2(pl_gather2_4_avx2, 4, 8, pl_evens_epi32)
 PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, 4, pl_evens_epi64)
 
+PL_AVX2 static inline __m256i pl_loadu_si256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+PL_AVX2 static inline void pl_stream_si256v(void *p, __m256i v) { _mm256_stream_si256((__m256i *)p, v); }
+PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_stream_si256v)
+
 const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
     "avx2",
     {pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2, pl_tile8_avx2, pl_tile16_avx2},
     {pl_stile1_avx2, pl_stile2_avx2, pl_stile4_avx2, pl_stile8_avx2, pl_stile16_avx2},
     {pl_gather2_1_avx2, pl_gather2_2_avx2, pl_gather2_4_avx2, pl_gather2_8_avx2, NULL},
     {pl_gather2_1_avx2_stream, pl_gather2_2_avx2_stream, pl_gather2_4_avx2_stream, pl_gather2_8_avx2_stream, NULL},
+    pl_stream_copy_avx2,
 };
 
 #else

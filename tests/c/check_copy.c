@@ -277,7 +277,31 @@ static void large_cases(void)
     }
 }
 
+/* Tiles whose dst is one contiguous block that is not 64-byte aligned (a
+ * dst-innermost dim of 27 from rows far apart, as in
+ * (27,28,28,28,28).permute(2,3,1,4,0)): built in a buffer and streamed out,
+ * with dst aligned and off by one element. */
+static void buffered_stream_cases(void)
+{
+    static const int order[3] = {1, 2, 0};
+    unsigned seed = 7;
+    for (size_t is = 1; is <= 16; is *= 2) {
+        const int64_t shape[3] = {27, (int64_t)(4200000 / (27 * 28 * is)) + 1, 28};
+        for (int64_t off = 0; off <= (int64_t)is; off += (int64_t)is) {
+            tens s, d;
+            tens_make(&s, 3, shape, NULL, NULL, NULL, NULL, is, 0, -1, &seed);
+            tens_make(&d, 3, shape, order, NULL, NULL, NULL, is, off, SENTINEL, &seed);
+            check_against_ref(&s.t, &d);
+            tens_free(&s);
+            tens_free(&d);
+        }
+    }
+}
+
 START_TEST(test_transpose_large) { check_both_thread_counts(large_cases); }
+END_TEST
+
+START_TEST(test_transpose_buffered_stream) { check_both_thread_counts(buffered_stream_cases); }
 END_TEST
 
 /* ------------------------------------------------------ step-2 sources */
@@ -815,7 +839,8 @@ static Suite *copy_suite(void)
         const TTest *tests[4];
     } cases[] = {
         {"identity", {test_identity, test_identity_null_strides}},
-        {"transpose_2d", {test_transpose_2d, test_transpose_large, test_transpose_small_edges}},
+        {"transpose_2d",
+         {test_transpose_2d, test_transpose_large, test_transpose_small_edges, test_transpose_buffered_stream}},
         {"permutations", {test_permutations_3d_4d, test_permutations_6d}},
         {"broadcast", {test_broadcast}},
         {"step2", {test_step2}},
