@@ -393,7 +393,7 @@ static interleave_fn pick_interleave(bool pack, size_t real_size, const void *z,
 {
 #ifdef HAVE_X86_INTERLEAVE
     /* The copy engine's run-time choice (cached; PYLAYOUT_SIMD caps it). */
-    bool avx2 = !strcmp(_pylayout_copy_kernels_get()->name, "avx2");
+    bool avx2 = _pylayout_copy_kernels_get()->avx2;
     bool stream = (size_t)n * 2 * real_size >= STREAM_MIN_BYTES && (uintptr_t)z % 32 == 0;
     if (avx2 && real_size == 4)
         return pack ? (stream ? pack_avx2_4_stream : pack_avx2_4) : unpack_avx2_4;

@@ -70,6 +70,7 @@ PL_DEFINE_SCALAR_TILE(pl_tile16_scalar, 16, _pl_move2d_16)
 
 static const _pylayout_copy_kernels pl_kernels_scalar = {
     "scalar",
+    false,
     {pl_tile1_scalar, pl_tile2_scalar, pl_tile4_scalar, pl_tile8_scalar, pl_tile16_scalar},
     {NULL, NULL, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -87,8 +88,12 @@ static const _pylayout_copy_kernels *pl_kernels_detect(void)
     if (cap != NULL && strcmp(cap, "scalar") == 0)
         return &pl_kernels_scalar;
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
+    const bool upto_sse2 = cap != NULL && strcmp(cap, "sse2") == 0;
+    const bool upto_avx2 = upto_sse2 || (cap != NULL && strcmp(cap, "avx2") == 0);
     __builtin_cpu_init();
-    if ((cap == NULL || strcmp(cap, "sse2") != 0) && __builtin_cpu_supports("avx2"))
+    if (!upto_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+        return &_pylayout_copy_kernels_avx512;
+    if (!upto_sse2 && __builtin_cpu_supports("avx2"))
         return &_pylayout_copy_kernels_avx2;
     return &_pylayout_copy_kernels_sse2;
 #else

@@ -6,6 +6,7 @@
 #ifndef PYLAYOUT_COPY_KERNELS_H
 #define PYLAYOUT_COPY_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,6 +31,8 @@ typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
  * size 1, 2, 4, 8, 16 (index log2(itemsize)). */
 typedef struct _pylayout_copy_kernels {
     const char *name;
+    /* The CPU has AVX2 (this path or a wider one): complex.c's interleaves use it. */
+    bool avx2;
     _pylayout_tile_fn tile[5];
     /* Variants with non-temporal (streaming) stores for copies much larger
      * than the caches, NULL where none exists.  They want tiles 64 bytes
@@ -52,9 +55,11 @@ int _pylayout_copy_threads(void);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PYLAYOUT_HAVE_X86_KERNELS 1
-/* copy_x86.c: the SSE2 (baseline x86-64) and AVX2 kernel tables. */
+/* copy_x86.c: the SSE2 (baseline x86-64), AVX2 and AVX-512 (F + BW) kernel
+ * tables. */
 extern const _pylayout_copy_kernels _pylayout_copy_kernels_sse2;
 extern const _pylayout_copy_kernels _pylayout_copy_kernels_avx2;
+extern const _pylayout_copy_kernels _pylayout_copy_kernels_avx512;
 #endif
 
 /* Portable strided 2-D move of fixed-size elements, used for tile edges and

@@ -748,7 +748,13 @@ START_TEST(test_build_info)
     const char *simd = NULL;
     ck_assert_int_eq(pylayout_build_info(&openmp, &simd), PYLAYOUT_OK);
     ck_assert_ptr_nonnull(simd);
-    ck_assert(strcmp(simd, "avx2") == 0 || strcmp(simd, "sse2") == 0 || strcmp(simd, "scalar") == 0);
+    ck_assert(strcmp(simd, "avx512") == 0 || strcmp(simd, "avx2") == 0 || strcmp(simd, "sse2") == 0 ||
+              strcmp(simd, "scalar") == 0);
+    const char *cap = getenv("PYLAYOUT_SIMD"); /* a cap is honoured */
+    if (cap != NULL && (strcmp(cap, "scalar") == 0 || strcmp(cap, "sse2") == 0))
+        ck_assert_str_eq(simd, cap);
+    if (cap != NULL && strcmp(cap, "avx2") == 0)
+        ck_assert(strcmp(simd, "avx512") != 0);
 #ifdef _OPENMP
     ck_assert(openmp);
 #endif

@@ -19,8 +19,9 @@
 # compiled with -DPL_FUZZ_STANDALONE into a driver that replays the corpus
 # and then feeds random inputs for the same time: weaker, but CI still fuzzes.
 #
-# Time is split over the SIMD kernel paths: 2/3 with the best one the CPU
-# has (avx2 on x86-64), 1/6 each with PYLAYOUT_SIMD=sse2 and =scalar.
+# Time is split over the SIMD kernel paths: 1/2 with the best one the CPU
+# has (avx512 or avx2 on x86-64), 1/6 each with PYLAYOUT_SIMD=avx2, =sse2
+# and =scalar.
 #
 # Inputs: the committed seed corpus tests/fuzz/corpus (read-only here) plus
 # a scratch corpus in $PL_FUZZ_BUILD/corpus (default build-fuzz/corpus) that
@@ -78,9 +79,10 @@ echo "run.sh: built $bin ($mode, $CC, ${#sources[@]} core sources), fuzzing for 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
-t_best=$(( total * 2 / 3 )); t_sse=$(( total / 6 )); t_scalar=$(( total - t_best - t_sse ))
+t_best=$(( total / 2 )); t_avx2=$(( total / 6 )); t_sse=$(( total / 6 ))
+t_scalar=$(( total - t_best - t_avx2 - t_sse ))
 status=0
-for spec in "best:$t_best" "sse2:$t_sse" "scalar:$t_scalar"; do
+for spec in "best:$t_best" "avx2:$t_avx2" "sse2:$t_sse" "scalar:$t_scalar"; do
     simd=${spec%%:*}; t=${spec#*:}
     [ "$t" -gt 0 ] || continue
     if [ "$simd" = best ]; then unset PYLAYOUT_SIMD; else export PYLAYOUT_SIMD=$simd; fi
