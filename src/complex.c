@@ -447,57 +447,43 @@ static int64_t count(const DLTensor *t)
     return n;
 }
 
-pylayout_status pylayout_pack_complex(const DLTensor *re, const DLTensor *im, DLTensor *out)
+/* pack_complex (pack: re, im -> z) and unpack_complex (z -> re, im): check
+ * everything, then one interleaving pass when the three share a dense layout,
+ * else two strided copies between the parts and z's (re, im) views. */
+static pylayout_status planar(bool pack, const DLTensor *z, const DLTensor *re, const DLTensor *im)
 {
     int64_t zs[PYLAYOUT_MAX_NDIM], rs[PYLAYOUT_MAX_NDIM], is[PYLAYOUT_MAX_NDIM], ps[PYLAYOUT_MAX_NDIM];
-    if (!re || !im || !out)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "re, im or out is NULL");
-    pylayout_status st = check_planar(out, re, im, true, zs, rs, is);
+    pylayout_status st = check_planar(z, re, im, pack, zs, rs, is);
     if (st != PYLAYOUT_OK)
         return st;
-    int64_t n = count(out);
-    if (n == 0)
-        goto ok;
-    if (same_dense_layout(out, zs, re, rs, is)) {
-        interleave(true, (char *)out->data + out->byte_offset, (char *)re->data + re->byte_offset,
-                   (char *)im->data + im->byte_offset, n, (size_t)out->dtype.bits / 16);
-        goto ok;
+    const int64_t n = count(z);
+    if (n > 0 && same_dense_layout(z, zs, re, rs, is)) {
+        interleave(pack, (char *)z->data + z->byte_offset, (char *)re->data + re->byte_offset,
+                   (char *)im->data + im->byte_offset, n, (size_t)z->dtype.bits / 16);
+    } else if (n > 0) { /* general strides (or broadcasting parts) */
+        DLTensor zre, zim, pre = *re, pim = *im;
+        pre.strides = rs;
+        pim.strides = is;
+        part_views(z, zs, &zre, &zim, ps);
+        /* cannot fail: check_planar tested everything pylayout_copy tests */
+        if ((st = pack ? pylayout_copy(&pre, &zre) : pylayout_copy(&zre, &pre)) != PYLAYOUT_OK ||
+            (st = pack ? pylayout_copy(&pim, &zim) : pylayout_copy(&zim, &pim)) != PYLAYOUT_OK)
+            return st;
     }
-    /* General strides (or broadcasting): two strided copies into the parts. */
-    DLTensor dre, dim, src_re = *re, src_im = *im;
-    src_re.strides = rs;
-    src_im.strides = is;
-    part_views(out, zs, &dre, &dim, ps);
-    if ((st = pylayout_copy(&src_re, &dre)) != PYLAYOUT_OK || (st = pylayout_copy(&src_im, &dim)) != PYLAYOUT_OK)
-        return st; /* unreachable after check_planar, which tested everything copy tests */
-ok:
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }
 
+pylayout_status pylayout_pack_complex(const DLTensor *re, const DLTensor *im, DLTensor *out)
+{
+    if (!re || !im || !out)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "re, im or out is NULL");
+    return planar(true, out, re, im);
+}
+
 pylayout_status pylayout_unpack_complex(const DLTensor *z, DLTensor *re, DLTensor *im)
 {
-    int64_t zs[PYLAYOUT_MAX_NDIM], rs[PYLAYOUT_MAX_NDIM], is[PYLAYOUT_MAX_NDIM], ps[PYLAYOUT_MAX_NDIM];
     if (!z || !re || !im)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "z, re or im is NULL");
-    pylayout_status st = check_planar(z, re, im, false, zs, rs, is);
-    if (st != PYLAYOUT_OK)
-        return st;
-    int64_t n = count(z);
-    if (n == 0)
-        goto ok;
-    if (same_dense_layout(z, zs, re, rs, is)) {
-        interleave(false, (char *)z->data + z->byte_offset, (char *)re->data + re->byte_offset,
-                   (char *)im->data + im->byte_offset, n, (size_t)z->dtype.bits / 16);
-        goto ok;
-    }
-    DLTensor sre, sim, dst_re = *re, dst_im = *im;
-    dst_re.strides = rs;
-    dst_im.strides = is;
-    part_views(z, zs, &sre, &sim, ps);
-    if ((st = pylayout_copy(&sre, &dst_re)) != PYLAYOUT_OK || (st = pylayout_copy(&sim, &dst_im)) != PYLAYOUT_OK)
-        return st;
-ok:
-    _pylayout_clear_error();
-    return PYLAYOUT_OK;
+    return planar(false, z, re, im);
 }
