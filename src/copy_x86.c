@@ -369,42 +369,44 @@ PL_DEFINE_STREAM_TILE(pl_stile16_avx2, PL_AVX2, 16, 1, __m128i, pl_t1x1_si128, p
                       _pl_move2d_16)
 
 /* Step-2 gathers (x[..., ::2] into a dense row): each step loads two
- * vectors of src (2 * PER elements), keeps the even elements and stores PER
- * of them.  A step runs only while at least one more element follows it, so
+ * vectors of src (2 * PER elements, PER = vector bytes / SIZE), keeps the
+ * even elements and stores PER of them, after going element by element up
+ * to a HEAD_ALIGN-aligned dst (1: no head); streaming variants pass
+ * _mm_sfence as FENCE.  A step runs only while at least one more element follows it, so
  * the last src element loaded (index 2 * PER - 1 of the step) is never past
  * the last element copied (src index 2 * PER of the step); the rest goes
  * element by element.  Measured on (32,64,112,224)[..., ::2] float32, 1
  * thread: 3.5 GB/s with the scalar strided loop, 4.8 with these cached,
  * 6.6 streaming (copy.c picks streaming for large copies). */
-#define PL_DEFINE_GATHER2(NAME, SIZE, PER, EVENS)                                                        \
-    PL_AVX2 static void NAME(const char *src, char *dst, int64_t n)                                    \
+#define PL_DEFINE_GATHER2_KERNEL(NAME, ATTR, SIZE, VEC, LOADU, STORE, EVENS, HEAD_ALIGN, FENCE)            \
+    ATTR static void NAME(const char *src, char *dst, int64_t n)                                        \
     {                                                                                                    \
+        enum { W = (int)sizeof(VEC), PER = W / (SIZE) };                                                 \
         int64_t i = 0;                                                                                   \
-        for (; i + (PER) < n; i += (PER)) {                                                              \
+        for (; i < n && ((uintptr_t)(dst + i * (SIZE))) % (HEAD_ALIGN) != 0; i++)                        \
+            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
+        for (; i + PER < n; i += PER) {                                                                  \
             const char *s = src + 2 * i * (SIZE);                                                        \
-            __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)s);                            \
-            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));                     \
-            _mm256_storeu_si256((__m256i *)(void *)(dst + i * (SIZE)), EVENS(a, b));                     \
+            STORE((void *)(dst + i * (SIZE)), EVENS(LOADU((const void *)s), LOADU((const void *)(s + W)))); \
         }                                                                                                \
         for (; i < n; i++)                                                                               \
             memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
-    }                                                                                                    \
-    /* Streaming stores: element by element up to a 32-byte aligned dst. */                              \
-    PL_AVX2 static void NAME##_stream(const char *src, char *dst, int64_t n)                           \
-    {                                                                                                    \
-        int64_t i = 0;                                                                                   \
-        for (; i < n && (((uintptr_t)(dst + i * (SIZE))) & 31) != 0; i++)                               \
-            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
-        for (; i + (PER) < n; i += (PER)) {                                                              \
-            const char *s = src + 2 * i * (SIZE);                                                        \
-            __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)s);                            \
-            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));                     \
-            _mm256_stream_si256((__m256i *)(void *)(dst + i * (SIZE)), EVENS(a, b));                     \
-        }                                                                                                \
-        for (; i < n; i++)                                                                               \
-            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
-        _mm_sfence();                                                                                    \
+        FENCE();                                                                                         \
     }
+
+static inline void pl_no_fence(void) {}
+
+PL_AVX2 static inline __m256i pl_loadu_si256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+PL_AVX2 static inline void pl_storeu_si256v(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+PL_AVX2 static inline void pl_stream_si256v(void *p, __m256i v) { _mm256_stream_si256((__m256i *)p, v); }
+
+/* The cached AVX2 gather NAME, and NAME_stream with streaming stores (element
+ * by element up to a 32-byte aligned dst, fenced). */
+#define PL_DEFINE_GATHER2(NAME, SIZE, EVENS)                                                             \
+    PL_DEFINE_GATHER2_KERNEL(NAME, PL_AVX2, SIZE, __m256i, pl_loadu_si256, pl_storeu_si256v, EVENS, 1,      \
+                             pl_no_fence)                                                                \
+    PL_DEFINE_GATHER2_KERNEL(NAME##_stream, PL_AVX2, SIZE, __m256i, pl_loadu_si256, pl_stream_si256v, EVENS, \
+                             32, _mm_sfence)
 
 /* Evens of a then evens of b, for 1-, 2-, 4- and 8-byte elements: gather
  * each 128-bit lane's evens into its low 64 bits (or pairs of lanes'
@@ -434,13 +436,11 @@ PL_AVX2 static inline __m256i pl_evens_epi64(__m256i a, __m256i b)
     return _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(a, b), 0xD8);
 }
 
-PL_DEFINE_GATHER2(pl_gather2_1_avx2, 1, 32, pl_evens_epi8)
-PL_DEFINE_GATHER2(pl_gather2_2_avx2, 2, 16, pl_evens_epi16)
-PL_DEFINE_GATHER2(pl_gather2_4_avx2, 4, 8, pl_evens_epi32)
-PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, 4, pl_evens_epi64)
+PL_DEFINE_GATHER2(pl_gather2_1_avx2, 1, pl_evens_epi8)
+PL_DEFINE_GATHER2(pl_gather2_2_avx2, 2, pl_evens_epi16)
+PL_DEFINE_GATHER2(pl_gather2_4_avx2, 4, pl_evens_epi32)
+PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, pl_evens_epi64)
 
-PL_AVX2 static inline __m256i pl_loadu_si256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
-PL_AVX2 static inline void pl_stream_si256v(void *p, __m256i v) { _mm256_stream_si256((__m256i *)p, v); }
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_stream_si256v)
 
 const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
@@ -464,24 +464,9 @@ const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
 #define PL_AVX512 __attribute__((target("avx512f,avx512bw")))
 
 /* Step-2 streaming gathers with 64-byte vectors: two loads, one two-source
- * permute picking the even elements, one streaming store.  Same bounds as
- * PL_DEFINE_GATHER2 (never a load past the last element copied). */
-#define PL_DEFINE_GATHER2_512(NAME, SIZE, PER, EVENS)                                                    \
-    PL_AVX512 static void NAME(const char *src, char *dst, int64_t n)                                  \
-    {                                                                                                    \
-        int64_t i = 0;                                                                                   \
-        for (; i < n && (((uintptr_t)(dst + i * (SIZE))) & 63) != 0; i++)                               \
-            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
-        for (; i + (PER) < n; i += (PER)) {                                                              \
-            const char *s = src + 2 * i * (SIZE);                                                        \
-            __m512i a = _mm512_loadu_si512((const void *)s);                                             \
-            __m512i b = _mm512_loadu_si512((const void *)(s + 64));                                      \
-            _mm512_stream_si512((void *)(dst + i * (SIZE)), EVENS(a, b));                                \
-        }                                                                                                \
-        for (; i < n; i++)                                                                               \
-            memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
-        _mm_sfence();                                                                                    \
-    }
+ * permute picking the even elements, one streaming store per dst line. */
+PL_AVX512 static inline __m512i pl_loadu_si512(const void *p) { return _mm512_loadu_si512(p); }
+PL_AVX512 static inline void pl_stream_si512v(void *p, __m512i v) { _mm512_stream_si512(p, v); }
 
 PL_AVX512 static inline __m512i pl_evens512_epi16(__m512i a, __m512i b)
 {
@@ -501,12 +486,12 @@ PL_AVX512 static inline __m512i pl_evens512_epi64(__m512i a, __m512i b)
     return _mm512_permutex2var_epi64(a, idx, b);
 }
 
-PL_DEFINE_GATHER2_512(pl_gather2_2_avx512_stream, 2, 32, pl_evens512_epi16)
-PL_DEFINE_GATHER2_512(pl_gather2_4_avx512_stream, 4, 16, pl_evens512_epi32)
-PL_DEFINE_GATHER2_512(pl_gather2_8_avx512_stream, 8, 8, pl_evens512_epi64)
-
-PL_AVX512 static inline __m512i pl_loadu_si512(const void *p) { return _mm512_loadu_si512(p); }
-PL_AVX512 static inline void pl_stream_si512v(void *p, __m512i v) { _mm512_stream_si512(p, v); }
+#define PL_DEFINE_GATHER2_512(NAME, SIZE, EVENS)                                                         \
+    PL_DEFINE_GATHER2_KERNEL(NAME, PL_AVX512, SIZE, __m512i, pl_loadu_si512, pl_stream_si512v, EVENS, 64,   \
+                             _mm_sfence)
+PL_DEFINE_GATHER2_512(pl_gather2_2_avx512_stream, 2, pl_evens512_epi16)
+PL_DEFINE_GATHER2_512(pl_gather2_4_avx512_stream, 4, pl_evens512_epi32)
+PL_DEFINE_GATHER2_512(pl_gather2_8_avx512_stream, 8, pl_evens512_epi64)
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx512, PL_AVX512, __m512i, pl_loadu_si512, pl_stream_si512v)
 
 const _pylayout_copy_kernels _pylayout_copy_kernels_avx512 = {
