@@ -277,7 +277,7 @@ PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
  * freed pages count in RSS until reclaimed.  0 releases everything now and
  * turns the cache off.  The default is PYLAYOUT_CACHE_LIMIT (bytes) from the
  * environment, else an eighth of physical memory and at least 1 GiB (0 in
- * AddressSanitizer builds).
+ * AddressSanitizer builds, and off Linux, where blocks are not lazily freed).
  * Returns OK or INVALID_ARGUMENT (nbytes < 0). */
 PYLAYOUT_API pylayout_status pylayout_set_cache_limit(int64_t nbytes);
 

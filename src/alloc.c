@@ -33,7 +33,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
-#define PL_HAVE_MMAP 1
+#define PL_HAVE_MMAP 1 /* mmap, MADV_HUGEPAGE, MADV_FREE */
 #endif
 
 #include "internal.h"
@@ -54,8 +54,56 @@
 #endif
 #endif
 
+/* ------------------------------------------------- large blocks, by OS */
 
 #if defined(PL_HAVE_MMAP)
+/* A fresh 2 MiB-aligned mapping of len bytes offered to huge pages, or NULL. */
+static void *pl_map(size_t len)
+{
+    size_t over = len + HUGE_PAGE;
+    char *raw = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + over > p + len)
+        munmap(p + len, (size_t)(raw + over - (p + len)));
+#if defined(MADV_HUGEPAGE)
+    (void)madvise(p, len, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#endif
+    return p;
+}
+static void pl_unmap(void *p, size_t len) { munmap(p, len); }
+/* The kernel may reclaim the pages from now on; a later write keeps them. */
+static void pl_lazy_free(void *p, size_t len)
+{
+#if defined(MADV_FREE)
+    (void)madvise(p, len, MADV_FREE);
+#else
+    (void)p;
+    (void)len;
+#endif
+}
+#else  /* elsewhere: malloc, and no cache by default (nothing lazily freed) */
+static void *pl_map(size_t len)
+{
+    void *p = NULL;
+    return posix_memalign(&p, HUGE_PAGE, len) == 0 ? p : NULL;
+}
+static void pl_unmap(void *p, size_t len)
+{
+    (void)len;
+    free(p);
+}
+static void pl_lazy_free(void *p, size_t len)
+{
+    (void)p;
+    (void)len;
+}
+#endif
+
+/* ------------------------------------------------------------ the cache */
 
 typedef struct {
     void *p;
@@ -69,17 +117,24 @@ static size_t pl_cache_held;
 static int64_t pl_cache_limit = -1; /* -1: not read from the environment yet */
 
 /* A child made by fork() may inherit the lock held by another thread of the
- * parent; the cached mappings themselves are copied with the address space. */
+ * parent; the cached blocks themselves are copied with the address space. */
 static void pl_cache_after_fork(void) { pthread_mutex_init(&pl_cache_lock, NULL); }
 static pthread_once_t pl_cache_once = PTHREAD_ONCE_INIT;
 static void pl_cache_init(void) { (void)pthread_atfork(NULL, NULL, pl_cache_after_fork); }
 
+static void pl_cache_lock_acquire(void)
+{
+    pthread_once(&pl_cache_once, pl_cache_init);
+    pthread_mutex_lock(&pl_cache_lock);
+}
+
 /* An eighth of physical memory, at least 1 GiB: lazily freed pages cost
  * nothing the kernel cannot take back, and a cache smaller than one output
- * of a large conversion would never hit.  0 under ASan. */
+ * of a large conversion would never hit.  0 under ASan, and where blocks
+ * cannot be lazily freed. */
 static int64_t pl_cache_default(void)
 {
-#if defined(PL_ASAN)
+#if defined(PL_ASAN) || !defined(PL_HAVE_MMAP)
     return 0;
 #else
     int64_t limit = (int64_t)1 << 30;
@@ -109,39 +164,28 @@ static size_t pl_cache_limit_locked(void)
     return (size_t)pl_cache_limit;
 }
 
-static size_t pl_map_len(size_t nbytes) { return (nbytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
-
-/* A fresh 2 MiB-aligned mapping of len bytes, or NULL. */
-static void *pl_map(size_t len)
+/* Removes slot k from the cache and returns its block.  Lock held. */
+static pl_block pl_cache_take_locked(int k)
 {
-    size_t over = len + HUGE_PAGE;
-    char *raw = mmap(NULL, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return NULL;
-    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-    if (p > raw)
-        munmap(raw, (size_t)(p - raw));
-    if (raw + over > p + len)
-        munmap(p + len, (size_t)(raw + over - (p + len)));
-#if defined(MADV_HUGEPAGE)
-    (void)madvise(p, len, MADV_HUGEPAGE); /* advice only: failure changes nothing */
-#endif
-    return p;
+    pl_block b = pl_cache[k];
+    for (int m = k + 1; m < pl_cache_count; m++)
+        pl_cache[m - 1] = pl_cache[m];
+    pl_cache_count--;
+    pl_cache_held -= b.len;
+    return b;
 }
 
 /* Unmaps the oldest cached blocks until at most `keep` bytes are held.
- * Called with the lock held. */
+ * Lock held. */
 static void pl_cache_trim_locked(size_t keep)
 {
     while (pl_cache_count > 0 && pl_cache_held > keep) {
-        pl_block b = pl_cache[0];
-        for (int k = 1; k < pl_cache_count; k++)
-            pl_cache[k - 1] = pl_cache[k];
-        pl_cache_count--;
-        pl_cache_held -= b.len;
-        munmap(b.p, b.len);
+        pl_block b = pl_cache_take_locked(0);
+        pl_unmap(b.p, b.len);
     }
 }
+
+static size_t pl_map_len(size_t nbytes) { return (nbytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
 
 void *_pylayout_aligned_alloc(size_t nbytes)
 {
@@ -153,23 +197,17 @@ void *_pylayout_aligned_alloc(size_t nbytes)
         return p;
     }
     const size_t len = pl_map_len(nbytes);
-    pthread_once(&pl_cache_once, pl_cache_init);
-    pthread_mutex_lock(&pl_cache_lock);
-    for (int k = pl_cache_count - 1; k >= 0; k--) { /* newest first: its pages are likeliest kept */
+    pl_cache_lock_acquire();
+    for (int k = pl_cache_count - 1; k >= 0; k--) /* newest first: its pages are likeliest kept */
         if (pl_cache[k].len == len) {
-            void *p = pl_cache[k].p;
-            for (int m = k + 1; m < pl_cache_count; m++)
-                pl_cache[m - 1] = pl_cache[m];
-            pl_cache_count--;
-            pl_cache_held -= len;
+            void *p = pl_cache_take_locked(k).p;
             pthread_mutex_unlock(&pl_cache_lock);
             return p;
         }
-    }
     pthread_mutex_unlock(&pl_cache_lock);
     void *p = pl_map(len);
     if (p == NULL) { /* cached blocks of other sizes may be what is missing */
-        pthread_mutex_lock(&pl_cache_lock);
+        pl_cache_lock_acquire();
         pl_cache_trim_locked(0);
         pthread_mutex_unlock(&pl_cache_lock);
         p = pl_map(len);
@@ -186,23 +224,22 @@ void _pylayout_aligned_free(void *p, size_t nbytes)
         return;
     }
     const size_t len = pl_map_len(nbytes);
-    pthread_once(&pl_cache_once, pl_cache_init);
-    pthread_mutex_lock(&pl_cache_lock);
+    pl_cache_lock_acquire();
     const size_t limit = pl_cache_limit_locked();
-    if (len <= limit) {
-#if defined(MADV_FREE)
-        (void)madvise(p, len, MADV_FREE); /* the kernel may reclaim the pages from now on */
-#endif
-        if (pl_cache_count == PL_CACHE_SLOTS)
-            pl_cache_trim_locked(pl_cache_held - pl_cache[0].len);
-        pl_cache[pl_cache_count++] = (pl_block){p, len};
-        pl_cache_held += len;
-        pl_cache_trim_locked(limit);
+    if (len > limit) {
         pthread_mutex_unlock(&pl_cache_lock);
+        pl_unmap(p, len);
         return;
     }
+    pl_lazy_free(p, len);
+    if (pl_cache_count == PL_CACHE_SLOTS) {
+        pl_block oldest = pl_cache_take_locked(0);
+        pl_unmap(oldest.p, oldest.len);
+    }
+    pl_cache[pl_cache_count++] = (pl_block){p, len};
+    pl_cache_held += len;
+    pl_cache_trim_locked(limit);
     pthread_mutex_unlock(&pl_cache_lock);
-    munmap(p, len);
 }
 
 pylayout_status pylayout_set_cache_limit(int64_t nbytes)
@@ -210,8 +247,7 @@ pylayout_status pylayout_set_cache_limit(int64_t nbytes)
     if (nbytes < 0)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "cache limit must be >= 0 bytes, not %lld",
                               (long long)nbytes);
-    pthread_once(&pl_cache_once, pl_cache_init);
-    pthread_mutex_lock(&pl_cache_lock);
+    pl_cache_lock_acquire();
     pl_cache_limit = nbytes;
     pl_cache_trim_locked((size_t)nbytes);
     pthread_mutex_unlock(&pl_cache_lock);
@@ -223,8 +259,7 @@ pylayout_status pylayout_cache_info(int64_t *limit_ret, int64_t *held_ret)
 {
     if (limit_ret == NULL && held_ret == NULL)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_cache_info: both outputs are NULL");
-    pthread_once(&pl_cache_once, pl_cache_init);
-    pthread_mutex_lock(&pl_cache_lock);
+    pl_cache_lock_acquire();
     if (limit_ret != NULL)
         *limit_ret = (int64_t)pl_cache_limit_locked();
     if (held_ret != NULL)
@@ -233,42 +268,3 @@ pylayout_status pylayout_cache_info(int64_t *limit_ret, int64_t *held_ret)
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }
-
-#else /* no mmap: malloc for everything, nothing cached */
-
-void *_pylayout_aligned_alloc(size_t nbytes)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, nbytes ? nbytes : 64) != 0)
-        return NULL;
-    return p;
-}
-
-void _pylayout_aligned_free(void *p, size_t nbytes)
-{
-    (void)nbytes;
-    free(p);
-}
-
-pylayout_status pylayout_set_cache_limit(int64_t nbytes)
-{
-    if (nbytes < 0)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "cache limit must be >= 0 bytes, not %lld",
-                              (long long)nbytes);
-    _pylayout_clear_error();
-    return PYLAYOUT_OK;
-}
-
-pylayout_status pylayout_cache_info(int64_t *limit_ret, int64_t *held_ret)
-{
-    if (limit_ret == NULL && held_ret == NULL)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_cache_info: both outputs are NULL");
-    if (limit_ret != NULL)
-        *limit_ret = 0;
-    if (held_ret != NULL)
-        *held_ret = 0;
-    _pylayout_clear_error();
-    return PYLAYOUT_OK;
-}
-
-#endif
