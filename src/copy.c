@@ -130,7 +130,7 @@ typedef struct pl_plan {
     int64_t na, nb, ta, tb;               /* extents and tile sizes of a and b */
     int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
     _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
-    _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE: tile into a buffer, then stream it out */
+    _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE, set only when each unit's dst is one block */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
 } pl_plan;
 
@@ -142,8 +142,9 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             memcpy(d + j * p->dsb, s + j * p->ssb, (size_t)na * p->itemsize);
         return;
     case PL_TRANSPOSE:
-        if (p->stream_out != NULL && na == p->ta) {
-            /* the unit's dst is one block (dsb == ta * itemsize): build it in L1 */
+        if (p->stream_out != NULL) {
+            /* one tile spans a (ta == na) and dsb == na * itemsize, so the
+             * unit's dst is one block: build it in L1, then stream it */
             _Alignas(64) char buf[PL_STREAM_BUFFER_BYTES];
             p->tile(s, p->ssa, buf, p->dsb, na, nb);
             p->stream_out(d, buf, nb * p->dsb);
