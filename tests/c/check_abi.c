@@ -30,6 +30,8 @@ int main(void)
 
 #include <pylayout.h>
 
+#include "check_util.h"
+
 #include "abi_fields.h"
 
 static const abi_entry *find(const abi_entry *table, size_t len, const char *name)
@@ -144,14 +146,6 @@ static Suite *abi_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(abi_suite());
-    srunner_set_fork_status(sr, CK_NOFORK); /* as every suite: libgomp is not fork-safe */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_suite(abi_suite()); }
 
 #endif /* PYLAYOUT_ABI_SKIP_REASON */

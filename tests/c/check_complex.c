@@ -23,6 +23,8 @@
 
 #include <pylayout.h>
 
+#include "check_util.h"
+
 #define SENTINEL 0xA5
 
 static const DLDataType F32 = {kDLFloat, 32, 1}, F64 = {kDLFloat, 64, 1};
@@ -994,12 +996,4 @@ static Suite *complex_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(complex_suite());
-    srunner_set_fork_status(sr, CK_NOFORK); /* libgomp is not fork-safe */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_suite(complex_suite()); }

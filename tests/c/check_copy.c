@@ -16,6 +16,8 @@
 
 #include <pylayout.h>
 
+#include "check_util.h"
+
 #define SENTINEL 0xAB
 
 /* ------------------------------------------------------------ helpers */
@@ -161,6 +163,14 @@ static void check_against_ref(const DLTensor *src, tens *dst)
     free(expect);
 }
 
+/* check_against_ref, then frees both tensors. */
+static void check_and_free(tens *s, tens *d)
+{
+    check_against_ref(&s->t, d);
+    tens_free(s);
+    tens_free(d);
+}
+
 /* Copies a src of `shape` laid out in sperm into a dst laid out in dperm. */
 static void check_perm(int ndim, const int64_t *shape, const int *sperm, const int *dperm, size_t itemsize)
 {
@@ -168,9 +178,7 @@ static void check_perm(int ndim, const int64_t *shape, const int *sperm, const i
     tens s, d;
     tens_make(&s, ndim, shape, sperm, NULL, NULL, NULL, itemsize, 0, -1, &seed);
     tens_make(&d, ndim, shape, dperm, NULL, NULL, NULL, itemsize, 0, SENTINEL, &seed);
-    check_against_ref(&s.t, &d);
-    tens_free(&s);
-    tens_free(&d);
+    check_and_free(&s, &d);
 }
 
 static void check_both_thread_counts(void (*fn)(void))
@@ -271,9 +279,7 @@ static void large_cases(void)
         tens s, d;
         tens_make(&s, 2, is == 4 ? sq4 : sq16, NULL, NULL, NULL, NULL, is, 0, -1, &seed);
         tens_make(&d, 2, is == 4 ? sq4 : sq16, rev, NULL, NULL, NULL, is, is, SENTINEL, &seed);
-        check_against_ref(&s.t, &d);
-        tens_free(&s);
-        tens_free(&d);
+        check_and_free(&s, &d);
     }
 }
 
@@ -291,9 +297,7 @@ static void buffered_stream_cases(void)
             tens s, d;
             tens_make(&s, 3, shape, NULL, NULL, NULL, NULL, is, 0, -1, &seed);
             tens_make(&d, 3, shape, order, NULL, NULL, NULL, is, off, SENTINEL, &seed);
-            check_against_ref(&s.t, &d);
-            tens_free(&s);
-            tens_free(&d);
+            check_and_free(&s, &d);
         }
     }
 }
@@ -321,16 +325,12 @@ static void step2_cases(void)
                 int64_t shape1[1] = {lens[li]}, shape2[2] = {3, lens[li]};
                 tens_make(&s, 1, shape1, NULL, st1, NULL, NULL, is, mis * (is > 1 ? is / 2 : 1), -1, &seed);
                 tens_make(&d, 1, shape1, NULL, NULL, NULL, NULL, is, mis * is, SENTINEL, &seed);
-                check_against_ref(&s.t, &d);
-                tens_free(&s);
-                tens_free(&d);
+                check_and_free(&s, &d);
                 for (int k = 0; k < 3; k++) {
                     const int *st = k == 0 ? st2 : k == 1 ? st2b : st3;
                     tens_make(&s, 2, shape2, NULL, st, NULL, NULL, is, mis * is, -1, &seed);
                     tens_make(&d, 2, shape2, NULL, NULL, NULL, NULL, is, 0, SENTINEL, &seed);
-                    check_against_ref(&s.t, &d);
-                    tens_free(&s);
-                    tens_free(&d);
+                    check_and_free(&s, &d);
                 }
             }
     /* >= 4 MiB: streaming stores; rows that do not fuse; a misaligned dst */
@@ -340,9 +340,7 @@ static void step2_cases(void)
             tens s, d;
             tens_make(&s, 2, big, NULL, st2b, NULL, NULL, is, 0, -1, &seed);
             tens_make(&d, 2, big, NULL, NULL, NULL, NULL, is, mis * is, SENTINEL, &seed);
-            check_against_ref(&s.t, &d);
-            tens_free(&s);
-            tens_free(&d);
+            check_and_free(&s, &d);
         }
 }
 
@@ -426,9 +424,7 @@ START_TEST(test_broadcast)
                 tens s, d;
                 tens_make(&s, 3, shape, NULL, NULL, NULL, zero_masks[m], is, 0, -1, &seed);
                 tens_make(&d, 3, shape, t ? tperm : NULL, NULL, NULL, NULL, is, 0, SENTINEL, &seed);
-                check_against_ref(&s.t, &d);
-                tens_free(&s);
-                tens_free(&d);
+                check_and_free(&s, &d);
             }
 }
 END_TEST
@@ -447,9 +443,7 @@ START_TEST(test_negative_strides)
             tens s, d;
             tens_make(&s, 3, shape, NULL, NULL, sflip, NULL, 4, 0, -1, &seed);
             tens_make(&d, 3, shape, (sf + df) % 2 ? perm : NULL, NULL, dflip, NULL, 4, 0, SENTINEL, &seed);
-            check_against_ref(&s.t, &d);
-            tens_free(&s);
-            tens_free(&d);
+            check_and_free(&s, &d);
         }
 }
 END_TEST
@@ -466,9 +460,7 @@ START_TEST(test_byte_offset)
         tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, mis, -1, &seed);
         tens_make(&d, 2, shape, rev, NULL, NULL, NULL, 4, 7 - mis, SENTINEL, &seed);
         ck_assert_uint_ge(s.t.byte_offset, mis);
-        check_against_ref(&s.t, &d);
-        tens_free(&s);
-        tens_free(&d);
+        check_and_free(&s, &d);
     }
 }
 END_TEST
@@ -484,9 +476,7 @@ START_TEST(test_size0_size1)
         tens s, d;
         tens_make(&s, 4, shapes[i], NULL, NULL, NULL, NULL, 8, 0, -1, &seed);
         tens_make(&d, 4, shapes[i], perm, NULL, NULL, NULL, 8, 0, SENTINEL, &seed);
-        check_against_ref(&s.t, &d);
-        tens_free(&s);
-        tens_free(&d);
+        check_and_free(&s, &d);
     }
     /* empty tensors may have NULL data */
     int64_t shape[2] = {0, 3};
@@ -814,9 +804,7 @@ static void random_case(unsigned *seed, int big)
     tens s, d;
     tens_make(&s, ndim, shape, sperm, ssteps, sflip, szero, is, rnd(seed, 3) * is, -1, seed);
     tens_make(&d, ndim, shape, dperm, dsteps, dflip, NULL, is, rnd(seed, 2) * is, SENTINEL, seed);
-    check_against_ref(&s.t, &d);
-    tens_free(&s);
-    tens_free(&d);
+    check_and_free(&s, &d);
 }
 
 START_TEST(test_random_vs_reference)
@@ -874,12 +862,4 @@ static Suite *copy_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(copy_suite());
-    srunner_set_fork_status(sr, CK_NOFORK); /* libgomp is not fork-safe */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_suite(copy_suite()); }

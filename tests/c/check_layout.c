@@ -739,12 +739,4 @@ static Suite *layout_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(layout_suite());
-    srunner_set_fork_status(sr, CK_NOFORK); /* libgomp is not fork-safe */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_suite(layout_suite()); }

@@ -1426,12 +1426,4 @@ static Suite *tensor_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(tensor_suite());
-    srunner_set_fork_status(sr, CK_NOFORK); /* libgomp is not fork-safe */
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-}
+int main(void) { return run_suite(tensor_suite()); }

@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,18 @@ static inline int run_in_child(int (*fn)(void))
     int status = 0;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+/* Runs every test of `s` in this process (libgomp is not fork-safe, so no
+ * suite lets Check fork per test) and returns main()'s exit status. */
+static inline int run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 #endif /* PYLAYOUT_CHECK_UTIL_H */

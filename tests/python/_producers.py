@@ -283,51 +283,50 @@ def live_count() -> int:
     return len(_LIVE)
 
 
-class LegacyOnlyProducer:
+class _Producer:
+    """Keeps every Record it exported and the capsule it handed out."""
+
+    def __init__(self, factory, device=(kDLCPU, 0)):
+        self.factory = factory
+        self.device = device
+        self.records: list[Record] = []
+        self.capsules: list = []
+
+    def _export(self, rec: Record):
+        self.records.append(rec)
+        cap = rec.capsule()
+        self.capsules.append(cap)
+        return cap
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+class LegacyOnlyProducer(_Producer):
     """A pre-1.0 producer: __dlpack__ takes no keyword arguments at all.
 
     `factory()` makes a new Record (legacy or versioned) for every call."""
 
     def __init__(self, factory, device=(kDLCPU, 0)):
-        self.factory = factory
-        self.device = device
+        super().__init__(factory, device)
         self.calls = 0
-        self.records: list[Record] = []
-        self.capsules: list = []
 
     def __dlpack__(self):
         self.calls += 1
-        rec = self.factory()
-        self.records.append(rec)
-        cap = rec.capsule()
-        self.capsules.append(cap)
-        return cap
-
-    def __dlpack_device__(self):
-        return self.device
+        return self._export(self.factory())
 
 
-class RecordingProducer:
+class RecordingProducer(_Producer):
     """A modern producer that records the keyword arguments it was called with."""
 
     def __init__(self, factory, device=(kDLCPU, 0)):
-        self.factory = factory  # kwargs -> Record
-        self.device = device
+        super().__init__(factory, device)  # factory: kwargs -> Record
         self.calls: list[dict] = []
-        self.records: list[Record] = []
-        self.capsules: list = []
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         kw = dict(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
         self.calls.append(kw)
-        rec = self.factory(kw)
-        self.records.append(rec)
-        cap = rec.capsule()
-        self.capsules.append(cap)
-        return cap
-
-    def __dlpack_device__(self):
-        return self.device
+        return self._export(self.factory(kw))
 
 
 def exchange_api_of(obj_or_type):
