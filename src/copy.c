@@ -76,6 +76,7 @@ static const _pylayout_copy_kernels pl_kernels_scalar = {
     {NULL, NULL, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
     NULL,
+    NULL,
 };
 
 static _Atomic(const _pylayout_copy_kernels *) pl_kernels_chosen;
@@ -132,6 +133,7 @@ typedef struct pl_plan {
     _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
     _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE, set only when each unit's dst is one block */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
+    void (*fence)(void);                  /* set when a kernel above streams */
 } pl_plan;
 
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
@@ -206,6 +208,8 @@ static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
             idx[k] = 0;
         }
     }
+    if (p->fence != NULL)
+        p->fence(); /* once per range: the streaming kernels leave it to us */
 }
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -298,11 +302,13 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
                 /* whole dst lines per step: tiles 64 bytes along a, one
                  * page of src along b */
                 p.tile = k->tile_stream[lg];
+                p.fence = k->fence;
                 p.ta = 64 / is;
                 p.tb = pl_min(p.nb, 4096 / is);
             } else if (total_bytes >= PL_STREAM_MIN_BYTES && k->stream_copy != NULL && p.ta == p.na &&
                        p.dsb == p.na * is && p.ta * p.tb * is <= PL_STREAM_BUFFER_BYTES) {
                 p.stream_out = k->stream_copy;
+                p.fence = k->fence;
             }
         }
     } else {
@@ -310,8 +316,10 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
         if (p.kind == PL_STRIDED && lg >= 0 && p.dsa == is && p.ssa == 2 * is) {
             const _pylayout_copy_kernels *k = _pylayout_copy_kernels_get();
             p.gather2 = k->gather2[lg];
-            if (total_bytes >= PL_STREAM_MIN_BYTES && p.na * is >= 4096 && k->gather2_stream[lg] != NULL)
+            if (total_bytes >= PL_STREAM_MIN_BYTES && p.na * is >= 4096 && k->gather2_stream[lg] != NULL) {
                 p.gather2 = k->gather2_stream[lg];
+                p.fence = k->fence;
+            }
         }
         /* Serially, one unit: memcpy sees whole rows and picks its own
          * strategy (glibc streams above its non-temporal threshold, which

@@ -120,6 +120,7 @@ static inline void pl_storeu_pd(char *d, __m128d v) { _mm_storeu_pd((double *)(v
 static inline void pl_stream_si128(char *d, __m128i v) { _mm_stream_si128((__m128i *)(void *)d, v); }
 static inline void pl_stream_ps(char *d, __m128 v) { _mm_stream_ps((float *)(void *)d, v); }
 static inline void pl_stream_pd(char *d, __m128d v) { _mm_stream_pd((double *)(void *)d, v); }
+static void pl_sfence(void) { _mm_sfence(); }
 
 /* A VxV micro-kernel (see PL_DEFINE_TILE) from a transpose and a store. */
 #define PL_DEFINE_MICRO(NAME, ATTR, V, VEC, TRANSPOSE, STORE)                                           \
@@ -139,7 +140,7 @@ static inline void pl_stream_pd(char *d, __m128d v) { _mm_stream_pd((double *)(v
  * ~2.5 GB/s with cached stores, ~9 GB/s streaming whole lines, ~1 GB/s
  * streaming the same lines in halves far apart.  Needs dst and dsb 64-byte
  * aligned (else the cached-store tile runs); copy.c gives it tiles one line
- * wide along i.  Fences before returning. */
+ * wide along i.  The caller fences (see _pylayout_copy_kernels.fence). */
 #define PL_DEFINE_STREAM_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STREAM, CACHED_TILE, MOVE2D)         \
     ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \
@@ -164,7 +165,6 @@ static inline void pl_stream_pd(char *d, __m128d v) { _mm_stream_pd((double *)(v
             MOVE2D(src + nbv * (SIZE), ssa, SIZE, dst + nbv * dsb, SIZE, dsb, nal, nb - nbv);            \
         if (nal < na)                                                                                    \
             CACHED_TILE(src + nal * ssa, ssa, dst + nal * (SIZE), dsb, na - nal, nb);                    \
-        _mm_sfence();                                                                                    \
     }
 
 PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
@@ -204,7 +204,6 @@ PL_DEFINE_STREAM_TILE(pl_stile16_sse2, PL_SSE2, 16, 1, __m128i, pl_t1x1_si128, p
             for (int k = 0; k < 64; k += W)                                                              \
                 STREAM((void *)(dst + i + k), LOADU((const void *)(src + i + k)));                       \
         memcpy(dst + i, src + i, (size_t)(n - i));                                                       \
-        _mm_sfence();                                                                                    \
     }
 
 static inline __m128i pl_loadu_si128(const void *p) { return _mm_loadu_si128((const __m128i *)p); }
@@ -219,6 +218,7 @@ const _pylayout_copy_kernels _pylayout_copy_kernels_sse2 = {
     {NULL, NULL, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
     pl_stream_copy_sse2,
+    pl_sfence,
 };
 
 /* ------------------------------------------------------------------ AVX2 */
@@ -357,7 +357,6 @@ PL_AVX2 static void pl_stile1_avx2(const char *src, int64_t ssa, char *dst, int6
         _pl_move2d_1(src + nbv, ssa, 1, dst + nbv * dsb, 1, dsb, nal, nb - nbv);
     if (nal < na)
         pl_tile1_avx2(src + nal * ssa, ssa, dst + nal, dsb, na - nal, nb);
-    _mm_sfence();
 }
 PL_DEFINE_STREAM_TILE(pl_stile2_avx2, PL_AVX2, 2, 8, __m128i, pl_t8x8_epi16, pl_stream_si128, pl_tile2_avx2,
                       _pl_move2d_2)
@@ -371,14 +370,13 @@ PL_DEFINE_STREAM_TILE(pl_stile16_avx2, PL_AVX2, 16, 1, __m128i, pl_t1x1_si128, p
 /* Step-2 gathers (x[..., ::2] into a dense row): each step loads two
  * vectors of src (2 * PER elements, PER = vector bytes / SIZE), keeps the
  * even elements and stores PER of them, after going element by element up
- * to a HEAD_ALIGN-aligned dst (1: no head); streaming variants pass
- * _mm_sfence as FENCE.  A step runs only while at least one more element follows it, so
- * the last src element loaded (index 2 * PER - 1 of the step) is never past
+ * to a HEAD_ALIGN-aligned dst (1: no head).  A step runs only while at
+ * least one more element follows it, so the last src element loaded (index 2 * PER - 1 of the step) is never past
  * the last element copied (src index 2 * PER of the step); the rest goes
  * element by element.  Measured on (32,64,112,224)[..., ::2] float32, 1
  * thread: 3.5 GB/s with the scalar strided loop, 4.8 with these cached,
  * 6.6 streaming (copy.c picks streaming for large copies). */
-#define PL_DEFINE_GATHER2_KERNEL(NAME, ATTR, SIZE, VEC, LOADU, STORE, EVENS, HEAD_ALIGN, FENCE)            \
+#define PL_DEFINE_GATHER2_KERNEL(NAME, ATTR, SIZE, VEC, LOADU, STORE, EVENS, HEAD_ALIGN)                   \
     ATTR static void NAME(const char *src, char *dst, int64_t n)                                        \
     {                                                                                                    \
         enum { W = (int)sizeof(VEC), PER = W / (SIZE) };                                                 \
@@ -391,22 +389,18 @@ PL_DEFINE_STREAM_TILE(pl_stile16_avx2, PL_AVX2, 16, 1, __m128i, pl_t1x1_si128, p
         }                                                                                                \
         for (; i < n; i++)                                                                               \
             memcpy(dst + i * (SIZE), src + 2 * i * (SIZE), SIZE);                                        \
-        FENCE();                                                                                         \
     }
-
-static inline void pl_no_fence(void) {}
 
 PL_AVX2 static inline __m256i pl_loadu_si256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 PL_AVX2 static inline void pl_storeu_si256v(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
 PL_AVX2 static inline void pl_stream_si256v(void *p, __m256i v) { _mm256_stream_si256((__m256i *)p, v); }
 
 /* The cached AVX2 gather NAME, and NAME_stream with streaming stores (element
- * by element up to a 32-byte aligned dst, fenced). */
+ * by element up to a 32-byte aligned dst). */
 #define PL_DEFINE_GATHER2(NAME, SIZE, EVENS)                                                             \
-    PL_DEFINE_GATHER2_KERNEL(NAME, PL_AVX2, SIZE, __m256i, pl_loadu_si256, pl_storeu_si256v, EVENS, 1,      \
-                             pl_no_fence)                                                                \
+    PL_DEFINE_GATHER2_KERNEL(NAME, PL_AVX2, SIZE, __m256i, pl_loadu_si256, pl_storeu_si256v, EVENS, 1)      \
     PL_DEFINE_GATHER2_KERNEL(NAME##_stream, PL_AVX2, SIZE, __m256i, pl_loadu_si256, pl_stream_si256v, EVENS, \
-                             32, _mm_sfence)
+                             32)
 
 /* Evens of a then evens of b, for 1-, 2-, 4- and 8-byte elements: gather
  * each 128-bit lane's evens into its low 64 bits (or pairs of lanes'
@@ -451,6 +445,7 @@ const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
     {pl_gather2_1_avx2, pl_gather2_2_avx2, pl_gather2_4_avx2, pl_gather2_8_avx2, NULL},
     {pl_gather2_1_avx2_stream, pl_gather2_2_avx2_stream, pl_gather2_4_avx2_stream, pl_gather2_8_avx2_stream, NULL},
     pl_stream_copy_avx2,
+    pl_sfence,
 };
 
 /* --------------------------------------------------------------- AVX-512 */
@@ -487,8 +482,7 @@ PL_AVX512 static inline __m512i pl_evens512_epi64(__m512i a, __m512i b)
 }
 
 #define PL_DEFINE_GATHER2_512(NAME, SIZE, EVENS)                                                         \
-    PL_DEFINE_GATHER2_KERNEL(NAME, PL_AVX512, SIZE, __m512i, pl_loadu_si512, pl_stream_si512v, EVENS, 64,   \
-                             _mm_sfence)
+    PL_DEFINE_GATHER2_KERNEL(NAME, PL_AVX512, SIZE, __m512i, pl_loadu_si512, pl_stream_si512v, EVENS, 64)
 PL_DEFINE_GATHER2_512(pl_gather2_2_avx512_stream, 2, pl_evens512_epi16)
 PL_DEFINE_GATHER2_512(pl_gather2_4_avx512_stream, 4, pl_evens512_epi32)
 PL_DEFINE_GATHER2_512(pl_gather2_8_avx512_stream, 8, pl_evens512_epi64)
@@ -503,6 +497,7 @@ const _pylayout_copy_kernels _pylayout_copy_kernels_avx512 = {
     {pl_gather2_1_avx2_stream, pl_gather2_2_avx512_stream, pl_gather2_4_avx512_stream, pl_gather2_8_avx512_stream,
      NULL},
     pl_stream_copy_avx512,
+    pl_sfence,
 };
 
 #else
