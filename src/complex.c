@@ -317,17 +317,41 @@ SCALAR_KERNELS(uint64_t)
 #define HAVE_X86_INTERLEAVE 1
 
 /* 8 complex64 per step: unpack (re, im) pairs within 128-bit lanes, then put
- * the lanes in order. */
-__attribute__((target("avx2"))) static void pack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
+ * the lanes in order.  With stream (a constant once inlined), z gets whole
+ * lines of streaming stores: past the cache the output is not read back
+ * soon, and skipping the read-for-ownership saves a third of the traffic;
+ * z + 8 * k0 must then be 32-byte aligned. */
+__attribute__((target("avx2"), always_inline)) static inline void pack_avx2_4_with(char *z, char *re, char *im,
+                                                                                  int64_t k0, int64_t k1,
+                                                                                  bool stream)
 {
     int64_t k = k0;
     for (; k + 8 <= k1; k += 8) {
         __m256 r = _mm256_loadu_ps((const float *)(re + 4 * k)), i = _mm256_loadu_ps((const float *)(im + 4 * k));
         __m256 lo = _mm256_unpacklo_ps(r, i), hi = _mm256_unpackhi_ps(r, i);
-        _mm256_storeu_ps((float *)(z + 8 * k), _mm256_permute2f128_ps(lo, hi, 0x20));
-        _mm256_storeu_ps((float *)(z + 8 * k + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
+        __m256 a = _mm256_permute2f128_ps(lo, hi, 0x20), b = _mm256_permute2f128_ps(lo, hi, 0x31);
+        if (stream) {
+            _mm256_stream_ps((float *)(z + 8 * k), a);
+            _mm256_stream_ps((float *)(z + 8 * k + 32), b);
+        } else {
+            _mm256_storeu_ps((float *)(z + 8 * k), a);
+            _mm256_storeu_ps((float *)(z + 8 * k + 32), b);
+        }
     }
+    if (stream)
+        _mm_sfence(); /* order the streaming stores before anyone reads z */
     pack_scalar_uint32_t(z, re, im, k, k1);
+}
+
+__attribute__((target("avx2"))) static void pack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
+{
+    pack_avx2_4_with(z, re, im, k0, k1, false);
+}
+
+__attribute__((target("avx2"))) static void pack_avx2_4_stream(char *z, char *re, char *im, int64_t k0,
+                                                               int64_t k1)
+{
+    pack_avx2_4_with(z, re, im, k0, k1, true);
 }
 
 __attribute__((target("avx2"))) static void unpack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
@@ -341,23 +365,6 @@ __attribute__((target("avx2"))) static void unpack_avx2_4(char *z, char *re, cha
         _mm256_storeu_ps((float *)(im + 4 * k), _mm256_permute2f128_ps(a, b, 0x31));
     }
     unpack_scalar_uint32_t(z, re, im, k, k1);
-}
-
-/* As pack_avx2_4, writing whole lines past the cache (the output is not
- * read back soon, and skipping the read-for-ownership saves a third of the
- * traffic).  z + 8 * k0 must be 32-byte aligned. */
-__attribute__((target("avx2"))) static void pack_avx2_4_stream(char *z, char *re, char *im, int64_t k0,
-                                                               int64_t k1)
-{
-    int64_t k = k0;
-    for (; k + 8 <= k1; k += 8) {
-        __m256 r = _mm256_loadu_ps((const float *)(re + 4 * k)), i = _mm256_loadu_ps((const float *)(im + 4 * k));
-        __m256 lo = _mm256_unpacklo_ps(r, i), hi = _mm256_unpackhi_ps(r, i);
-        _mm256_stream_ps((float *)(z + 8 * k), _mm256_permute2f128_ps(lo, hi, 0x20));
-        _mm256_stream_ps((float *)(z + 8 * k + 32), _mm256_permute2f128_ps(lo, hi, 0x31));
-    }
-    _mm_sfence(); /* order the streaming stores before anyone reads z */
-    pack_scalar_uint32_t(z, re, im, k, k1);
 }
 
 /* 4 complex128 per step. */
