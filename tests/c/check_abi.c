@@ -34,12 +34,15 @@ int main(void)
 
 #include "abi_fields.h"
 
-static const abi_entry *find(const abi_entry *table, size_t len, const char *name)
+/* The entry called `name`, failing the test (naming the fact and the table)
+ * where it is missing. */
+static const abi_entry *find_or_fail(const abi_entry *table, size_t len, const char *name)
 {
     for (size_t i = 0; i < len; i++)
         if (strcmp(table[i].name, name) == 0)
             return &table[i];
-    return NULL;
+    ck_abort_msg("%s missing from the %s table", name, table == abi_ours ? "pylayout" : "official");
+    return NULL; /* not reached */
 }
 
 START_TEST(test_tables_identical)
@@ -101,14 +104,13 @@ START_TEST(test_known_values)
         {"DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED", 4},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        const abi_entry *a = find(abi_ours, abi_ours_len, known[i].name);
-        const abi_entry *b = find(abi_official, abi_official_len, known[i].name);
-        ck_assert_msg(a && b, "%s missing from a table", known[i].name);
+        const abi_entry *a = find_or_fail(abi_ours, abi_ours_len, known[i].name);
+        const abi_entry *b = find_or_fail(abi_official, abi_official_len, known[i].name);
         ck_assert_msg(a->value == known[i].value && b->value == known[i].value, "%s: pylayout %llu, official %llu, "
                       "spec %llu", known[i].name, a->value, b->value, known[i].value);
     }
-    ck_assert_str_eq(find(abi_official, abi_official_len, "DLTensor.ndim offsetof")->type, "int32");
-    ck_assert_str_eq(find(abi_official, abi_official_len, "DLTensor.byte_offset offsetof")->type, "uint64");
+    ck_assert_str_eq(find_or_fail(abi_official, abi_official_len, "DLTensor.ndim offsetof")->type, "int32");
+    ck_assert_str_eq(find_or_fail(abi_official, abi_official_len, "DLTensor.byte_offset offsetof")->type, "uint64");
 }
 END_TEST
 
@@ -120,9 +122,9 @@ START_TEST(test_versions_and_flags)
     ck_assert_msg(abi_ours_version[1] <= abi_official_version[1], "pylayout declares DLPack 1.%u, official is 1.%u",
                   abi_ours_version[1], abi_official_version[1]);
     ck_assert_uint_eq(PYLAYOUT_FLAG_READ_ONLY,
-                      find(abi_official, abi_official_len, "DLPACK_FLAG_BITMASK_READ_ONLY")->value);
+                      find_or_fail(abi_official, abi_official_len, "DLPACK_FLAG_BITMASK_READ_ONLY")->value);
     ck_assert_uint_eq(PYLAYOUT_FLAG_IS_COPIED,
-                      find(abi_official, abi_official_len, "DLPACK_FLAG_BITMASK_IS_COPIED")->value);
+                      find_or_fail(abi_official, abi_official_len, "DLPACK_FLAG_BITMASK_IS_COPIED")->value);
 }
 END_TEST
 

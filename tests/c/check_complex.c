@@ -62,13 +62,6 @@ static pylayout_tensor *borrow(DLTensor t)
     return borrow_flags(t, 0);
 }
 
-static const DLTensor *dl_of(const pylayout_tensor *t)
-{
-    const DLTensor *d = NULL;
-    ck_assert_int_eq(pylayout_tensor_dltensor(t, &d), PYLAYOUT_OK);
-    return d;
-}
-
 static uintptr_t first(const DLTensor *t)
 {
     return (uintptr_t)t->data + (uintptr_t)t->byte_offset;
@@ -565,7 +558,11 @@ START_TEST(test_pack_errors_write_nothing)
         pylayout_status want;
     } cases[16];
     int n = 0;
-#define CASE(W, RE, IM, OUT, ST) cases[n++] = (struct pack_case){W, RE, IM, OUT, ST}
+#define CASE(W, RE, IM, OUT, ST)                                                                                       \
+    do {                                                                                                               \
+        ck_assert_int_lt(n, (int)(sizeof cases / sizeof cases[0]));                                                    \
+        cases[n++] = (struct pack_case){W, RE, IM, OUT, ST};                                                           \
+    } while (0)
     DLTensor t;
     t = re, t.ndim = -1;
     CASE("re ndim -1", t, im, out, PYLAYOUT_ERR_INVALID_TENSOR);
@@ -648,7 +645,11 @@ START_TEST(test_unpack_errors_write_nothing)
         pylayout_status want;
     } cases[16];
     int n = 0;
-#define CASE(W, Z, RE, IM, ST) cases[n++] = (struct unpack_case){W, Z, RE, IM, ST}
+#define CASE(W, Z, RE, IM, ST)                                                                                         \
+    do {                                                                                                               \
+        ck_assert_int_lt(n, (int)(sizeof cases / sizeof cases[0]));                                                    \
+        cases[n++] = (struct unpack_case){W, Z, RE, IM, ST};                                                           \
+    } while (0)
     DLTensor t;
     static int64_t big[PYLAYOUT_MAX_NDIM + 1];
     for (int d = 0; d <= PYLAYOUT_MAX_NDIM; d++)
@@ -923,49 +924,63 @@ END_TEST
 /* Outputs of 4 MiB and more take the streaming-store kernels when 32-byte
  * aligned, and the cached ones when not: both, with an odd tail, against a
  * naive interleave, at 1 and 2 threads. */
+struct streaming_case {
+    int64_t n;
+    float *re, *im;
+    char *raw;
+    size_t raw_bytes;
+};
+
+static void pack_streaming_at(int threads, void *ctx)
+{
+    const struct streaming_case *c = ctx;
+    const int64_t n = c->n;
+    const float *re = c->re, *im = c->im;
+    int64_t shape[1] = {n};
+    DLTensor tre = {c->re, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+    DLTensor tim = {c->im, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+    for (size_t misalign = 0; misalign <= 16; misalign += 16) { /* 32-aligned, then not */
+        char *z = c->raw + misalign;
+        memset(c->raw, 0xAB, c->raw_bytes);
+        DLTensor tz = {z, {kDLCPU, 0}, 1, {kDLComplex, 64, 1}, shape, NULL, 0};
+        ck_assert_int_eq(pylayout_pack_complex(&tre, &tim, &tz), PYLAYOUT_OK);
+        for (int64_t k = 0; k < n; k++) {
+            float pair[2];
+            memcpy(pair, z + 8 * k, sizeof pair);
+            if (pair[0] != re[k] || pair[1] != im[k])
+                ck_abort_msg("element %lld wrong (threads %d, misalign %zu)", (long long)k, threads, misalign);
+        }
+        ck_assert_uint_eq((unsigned char)c->raw[misalign + (size_t)n * 8], 0xAB); /* nothing past the end */
+        float *ore = malloc((size_t)n * sizeof(float)), *oim = malloc((size_t)n * sizeof(float));
+        DLTensor tore = {ore, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+        DLTensor toim = {oim, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
+        ck_assert_int_eq(pylayout_unpack_complex(&tz, &tore, &toim), PYLAYOUT_OK);
+        ck_assert_int_eq(memcmp(ore, re, (size_t)n * sizeof(float)), 0);
+        ck_assert_int_eq(memcmp(oim, im, (size_t)n * sizeof(float)), 0);
+        free(ore);
+        free(oim);
+    }
+}
+
 START_TEST(test_pack_streaming_large)
 {
-    const int64_t n = ((int64_t)1 << 20) + 5; /* 8 MiB of complex64, tail of 5 */
-    float *re = malloc((size_t)n * sizeof(float)), *im = malloc((size_t)n * sizeof(float));
-    size_t raw_bytes = ((size_t)n * 8 + 64 + 63) & ~(size_t)63; /* aligned_alloc wants a multiple of 64 */
-    char *raw = aligned_alloc(64, raw_bytes);
-    ck_assert_ptr_nonnull(re);
-    ck_assert_ptr_nonnull(im);
-    ck_assert_ptr_nonnull(raw);
-    for (int64_t k = 0; k < n; k++) {
-        re[k] = (float)k * 0.5f;
-        im[k] = -(float)k - 0.25f;
+    struct streaming_case c;
+    c.n = ((int64_t)1 << 20) + 5; /* 8 MiB of complex64, tail of 5 */
+    c.re = malloc((size_t)c.n * sizeof(float));
+    c.im = malloc((size_t)c.n * sizeof(float));
+    c.raw_bytes = ((size_t)c.n * 8 + 64 + 63) & ~(size_t)63; /* aligned_alloc wants a multiple of 64 */
+    c.raw = aligned_alloc(64, c.raw_bytes);
+    ck_assert_ptr_nonnull(c.re);
+    ck_assert_ptr_nonnull(c.im);
+    ck_assert_ptr_nonnull(c.raw);
+    for (int64_t k = 0; k < c.n; k++) {
+        c.re[k] = (float)k * 0.5f;
+        c.im[k] = -(float)k - 0.25f;
     }
-    int64_t shape[1] = {n};
-    DLTensor tre = {re, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
-    DLTensor tim = {im, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
-    for (int threads = 1; threads <= 2; threads++) {
-        ck_assert_int_eq(pylayout_set_num_threads(threads), PYLAYOUT_OK);
-        for (size_t misalign = 0; misalign <= 16; misalign += 16) { /* 32-aligned, then not */
-            char *z = raw + misalign;
-            memset(raw, 0xAB, raw_bytes);
-            DLTensor tz = {z, {kDLCPU, 0}, 1, {kDLComplex, 64, 1}, shape, NULL, 0};
-            ck_assert_int_eq(pylayout_pack_complex(&tre, &tim, &tz), PYLAYOUT_OK);
-            for (int64_t k = 0; k < n; k++) {
-                float pair[2];
-                memcpy(pair, z + 8 * k, sizeof pair);
-                if (pair[0] != re[k] || pair[1] != im[k])
-                    ck_abort_msg("element %lld wrong (threads %d, misalign %zu)", (long long)k, threads, misalign);
-            }
-            ck_assert_uint_eq((unsigned char)raw[misalign + (size_t)n * 8], 0xAB); /* nothing past the end */
-            float *ore = malloc((size_t)n * sizeof(float)), *oim = malloc((size_t)n * sizeof(float));
-            DLTensor tore = {ore, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
-            DLTensor toim = {oim, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, NULL, 0};
-            ck_assert_int_eq(pylayout_unpack_complex(&tz, &tore, &toim), PYLAYOUT_OK);
-            ck_assert_int_eq(memcmp(ore, re, (size_t)n * sizeof(float)), 0);
-            ck_assert_int_eq(memcmp(oim, im, (size_t)n * sizeof(float)), 0);
-            free(ore);
-            free(oim);
-        }
-    }
-    free(re);
-    free(im);
-    free(raw);
+    at_1_and_2_threads(pack_streaming_at, &c);
+    free(c.re);
+    free(c.im);
+    free(c.raw);
 }
 END_TEST
 
@@ -974,10 +989,7 @@ END_TEST
 static Suite *complex_suite(void)
 {
     Suite *s = suite_create("complex");
-    struct {
-        const char *name;
-        const TTest *tests[4];
-    } cases[] = {
+    const tcase_spec cases[] = {
         {"view_as_complex", {test_view_as_complex_layouts, test_view_as_complex_empty_and_negative,
                              test_view_as_complex_flags_and_device, test_view_as_complex_errors}},
         {"view_as_real", {test_view_as_real, test_view_as_real_errors}},
@@ -986,13 +998,7 @@ static Suite *complex_suite(void)
         {"pack", {test_pack_small_exact, test_pack_errors_write_nothing, test_unpack_errors_write_nothing}},
         {"random", {test_random_vs_naive, test_large_parallel, test_pack_streaming_large}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 300);
-        for (size_t k = 0; k < 4 && cases[i].tests[k] != NULL; k++)
-            tcase_add_test(tc, cases[i].tests[k]);
-        suite_add_tcase(s, tc);
-    }
+    add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
     return s;
 }
 

@@ -181,15 +181,20 @@ static void check_perm(int ndim, const int64_t *shape, const int *sperm, const i
     check_and_free(&s, &d);
 }
 
+struct cases_fn {
+    void (*fn)(void);
+};
+
+static void run_cases_fn(int threads, void *ctx)
+{
+    (void)threads;
+    ((const struct cases_fn *)ctx)->fn();
+}
+
 static void check_both_thread_counts(void (*fn)(void))
 {
-    int saved = 1;
-    ck_assert_int_eq(pylayout_get_num_threads(&saved), PYLAYOUT_OK);
-    for (int nt = 1; nt <= 2; nt++) {
-        ck_assert_int_eq(pylayout_set_num_threads(nt), PYLAYOUT_OK);
-        fn();
-    }
-    ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
+    struct cases_fn c = {fn};
+    at_1_and_2_threads(run_cases_fn, &c);
 }
 
 /* ----------------------------------------------------------- identity */
@@ -807,20 +812,17 @@ static void random_case(unsigned *seed, int big)
     check_and_free(&s, &d);
 }
 
-START_TEST(test_random_vs_reference)
+static void random_cases(int threads, void *ctx)
 {
-    int saved = 1;
-    ck_assert_int_eq(pylayout_get_num_threads(&saved), PYLAYOUT_OK);
-    for (int nt = 1; nt <= 2; nt++) {
-        unsigned seed = 20240601u + (unsigned)nt;
-        ck_assert_int_eq(pylayout_set_num_threads(nt), PYLAYOUT_OK);
-        for (int i = 0; i < 3000; i++)
-            random_case(&seed, i % 4 == 0 ? 1 : 0);
-        for (int i = 0; i < 60; i++)
-            random_case(&seed, 2);
-    }
-    ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
+    (void)ctx;
+    unsigned seed = 20240601u + (unsigned)threads;
+    for (int i = 0; i < 3000; i++)
+        random_case(&seed, i % 4 == 0 ? 1 : 0);
+    for (int i = 0; i < 60; i++)
+        random_case(&seed, 2);
 }
+
+START_TEST(test_random_vs_reference) { at_1_and_2_threads(random_cases, NULL); }
 END_TEST
 
 /* --------------------------------------------------------------- main */
@@ -828,10 +830,7 @@ END_TEST
 static Suite *copy_suite(void)
 {
     Suite *s = suite_create("copy");
-    struct {
-        const char *name;
-        const TTest *tests[4];
-    } cases[] = {
+    const tcase_spec cases[] = {
         {"identity", {test_identity, test_identity_null_strides}},
         {"transpose_2d",
          {test_transpose_2d, test_transpose_large, test_transpose_small_edges, test_transpose_buffered_stream}},
@@ -849,13 +848,7 @@ static Suite *copy_suite(void)
         {"threads_info", {test_threads, test_build_info}},
         {"random", {test_random_vs_reference}},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 300);
-        for (size_t k = 0; k < 4 && cases[i].tests[k] != NULL; k++)
-            tcase_add_test(tc, cases[i].tests[k]);
-        suite_add_tcase(s, tc);
-    }
+    add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
     TCase *tc = tcase_create("element_sizes");
     tcase_add_loop_test(tc, test_element_sizes, 0, 5);
     suite_add_tcase(s, tc);

@@ -339,14 +339,12 @@ static int queries_on_overflowing_numel(void)
 
 START_TEST(test_queries_numel_overflow)
 {
-    /* KNOWN BUG (src/layout.c, check_meta and its callers): the queries
-     * never check that the element count fits int64, and then overflow
-     * int64_t (UB) in compact_in_order (`expected *= shape[d]`),
-     * pylayout_is_dense (`expected *= ...`) and strides_like
-     * (`min *= shape[d]`); UBSan reports "signed integer overflow" at
-     * layout.c:207, :284 and :335.  They return OK with a meaningless answer
-     * where pylayout_numel (same metadata) returns INVALID_TENSOR.  Run in a
-     * child because the sanitizer build aborts on the UB. */
+    /* Regression: every layout query must refuse, with INVALID_TENSOR as
+     * pylayout_numel does, metadata whose element count does not fit int64.
+     * They once skipped that check and overflowed int64_t (signed overflow,
+     * UB) in the contiguity, density and strides-order products, returning
+     * OK with a meaningless answer.  Run in a child so that a sanitizer
+     * abort or crash fails this test only. */
     int rc = run_in_child(queries_on_overflowing_numel);
     ck_assert_msg(rc >= 0, "child died of signal %d (a sanitizer abort or a crash)", -rc);
     ck_assert_msg(rc == 0, "query #%d (per case: numel, is_contiguous x4, is_dense, suggest_format) did not "

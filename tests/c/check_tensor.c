@@ -112,14 +112,6 @@ static void fake_free(fake *f)
     free(f);
 }
 
-static const DLTensor *dl_of(const pylayout_tensor *t)
-{
-    const DLTensor *dl = NULL;
-    ck_assert_int_eq(pylayout_tensor_dltensor(t, &dl), PYLAYOUT_OK);
-    ck_assert_ptr_nonnull(dl);
-    return dl;
-}
-
 static uint64_t flags_of(const pylayout_tensor *t)
 {
     uint64_t flags = ~UINT64_C(0);
@@ -903,13 +895,12 @@ static int view_extent_overflow(void)
 
 START_TEST(test_view_extent_overflow)
 {
-    /* KNOWN BUG (src/tensor.c, pylayout_tensor_view): the bounds check
-     * computes v0 + vhi in int64_t; the comment there says it cannot
-     * overflow, but byte_offset (< 2^63) plus the view's byte extent
-     * (< 2^63) can: here 2^62 + (2^62 + 4) wraps negative (signed overflow,
-     * UB; UBSan: "signed integer overflow" at tensor.c:187), the check
-     * passes, and the view is returned as OK.  Run in a child because the
-     * sanitizer build aborts on the UB. */
+    /* Regression: pylayout_tensor_view's bounds check must not overflow
+     * when byte_offset (< 2^63) plus the view's byte extent (< 2^63) passes
+     * INT64_MAX: here 2^62 + (2^62 + 4) once wrapped negative in int64_t
+     * (signed overflow, UB), the check passed and the view came back OK.
+     * The view must be refused with OUT_OF_BOUNDS.  Run in a child so that
+     * a sanitizer abort or crash fails this test only. */
     int rc = run_in_child(view_extent_overflow);
     ck_assert_msg(rc == PYLAYOUT_ERR_OUT_OF_BOUNDS, "view reaching 2^63 bytes past its base: child %s %d, expected %d",
                   rc < 0 ? "died of signal" : "returned", rc < 0 ? -rc : rc, (int)PYLAYOUT_ERR_OUT_OF_BOUNDS);
@@ -926,11 +917,10 @@ START_TEST(test_view_null_args)
     pylayout_tensor_release(base);
     ck_assert_int_eq(deletes(f), 1);
     fake_free(f);
-    /* KNOWN BUG (src/tensor.c, pylayout_tensor_view): tensor_ret is never
-     * checked for NULL; the view is built into a local and then stored
-     * through tensor_ret, so a NULL tensor_ret crashes (SIGSEGV) instead of
-     * returning PYLAYOUT_ERR_INVALID_ARGUMENT.  Run in a child so the crash
-     * fails this test only. */
+    /* Regression: pylayout_tensor_view with a NULL tensor_ret must return
+     * PYLAYOUT_ERR_INVALID_ARGUMENT; it once stored the view through the
+     * NULL pointer (SIGSEGV).  Run in a child so that a crash fails this
+     * test only. */
     int rc = run_in_child(view_null_tensor_ret);
     ck_assert_msg(rc == PYLAYOUT_ERR_INVALID_ARGUMENT,
                   "pylayout_tensor_view(base, desc, NULL): child %s %d, expected status %d",
@@ -1045,8 +1035,9 @@ END_TEST
 
 START_TEST(test_strerror)
 {
-    const char *seen[PYLAYOUT_ERR_OUT_OF_BOUNDS + 1];
-    for (int s = PYLAYOUT_OK; s <= PYLAYOUT_ERR_OUT_OF_BOUNDS; s++) {
+    enum { LAST = PYLAYOUT_ERR_OUT_OF_BOUNDS }; /* the highest status in pylayout.h */
+    const char *seen[LAST + 1];
+    for (int s = PYLAYOUT_OK; s <= LAST; s++) {
         const char *msg = pylayout_strerror((pylayout_status)s);
         ck_assert_ptr_nonnull(msg);
         ck_assert_msg(msg[0] != '\0', "status %d: empty string", s);
@@ -1055,7 +1046,7 @@ START_TEST(test_strerror)
             ck_assert_msg(strcmp(msg, seen[k]) != 0, "statuses %d and %d share \"%s\"", k, s, msg);
         seen[s] = msg;
     }
-    static const int out_of_range[] = {13, 14, 100, -1, -1000, 0x7fffffff};
+    static const int out_of_range[] = {LAST + 1, LAST + 2, 100, -1, -1000, 0x7fffffff};
     for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
         const char *msg = pylayout_strerror((pylayout_status)out_of_range[i]);
         ck_assert_ptr_nonnull(msg);
@@ -1161,21 +1152,39 @@ END_TEST
  * then some, cheap enough for valgrind. */
 #define FILL_STEP 1021
 
-/* A float32 tensor of `mib` MiB from pylayout_tensor_empty, with every
- * FILL_STEP-th element and the last set to `v`. */
-static pylayout_tensor *empty_mib(int64_t mib, float v)
+/* Sets *t to a float32 tensor of `mib` MiB from pylayout_tensor_empty, with
+ * every FILL_STEP-th element and the last set to `v`.  Asserts nothing, so
+ * that worker threads can use it: returns NULL on success, else what failed
+ * (and *t is NULL). */
+static const char *try_empty_mib(int64_t mib, float v, pylayout_tensor **t)
 {
     int64_t shape[1] = {mib * MIB / 4};
-    pylayout_tensor *t = NULL;
-    ck_assert_int_eq(pylayout_tensor_empty(1, shape, (DLDataType){kDLFloat, 32, 1}, PYLAYOUT_FORMAT_CONTIGUOUS, &t),
-                     PYLAYOUT_OK);
+    *t = NULL;
+    if (pylayout_tensor_empty(1, shape, (DLDataType){kDLFloat, 32, 1}, PYLAYOUT_FORMAT_CONTIGUOUS, t) != PYLAYOUT_OK)
+        return "pylayout_tensor_empty failed";
     const DLTensor *d = NULL;
-    ck_assert_int_eq(pylayout_tensor_dltensor(t, &d), PYLAYOUT_OK);
-    ck_assert_uint_eq((uintptr_t)d->data % 64, 0);
+    const char *why = NULL;
+    if (pylayout_tensor_dltensor(*t, &d) != PYLAYOUT_OK || d == NULL)
+        why = "pylayout_tensor_dltensor failed";
+    else if ((uintptr_t)d->data % 64 != 0)
+        why = "data not 64-byte aligned";
+    if (why != NULL) {
+        pylayout_tensor_release(*t);
+        *t = NULL;
+        return why;
+    }
     float *f = d->data;
     for (int64_t k = 0; k < shape[0]; k += FILL_STEP)
         f[k] = v;
     f[shape[0] - 1] = v;
+    return NULL;
+}
+
+static pylayout_tensor *empty_mib(int64_t mib, float v)
+{
+    pylayout_tensor *t = NULL;
+    const char *why = try_empty_mib(mib, v, &t);
+    ck_assert_msg(why == NULL, "empty_mib(%lld): %s (%s)", (long long)mib, why, pylayout_last_error());
     return t;
 }
 
@@ -1279,18 +1288,29 @@ END_TEST
  * no block is ever handed to two owners. */
 static void *cache_worker(void *arg)
 {
+    /* No ck_assert off the main thread: each failure is returned as a
+     * message for test_cache_threads to assert on. */
     const float v = (float)(uintptr_t)arg;
     for (int round = 0; round < 6; round++) {
-        pylayout_tensor *t = empty_mib(round % 2 ? 34 : 36, v);
+        pylayout_tensor *t = NULL;
+        const char *why = try_empty_mib(round % 2 ? 34 : 36, v, &t);
+        if (why != NULL)
+            return (void *)why;
         const DLTensor *d = NULL;
-        pylayout_tensor_dltensor(t, &d);
-        const float *f = d->data;
-        for (int64_t k = 0; k < d->shape[0]; k += FILL_STEP)
-            if (f[k] != v)
-                return (void *)1;
-        if (f[d->shape[0] - 1] != v)
-            return (void *)1;
-        pylayout_tensor_release(t);
+        if (pylayout_tensor_dltensor(t, &d) != PYLAYOUT_OK || d == NULL)
+            why = "pylayout_tensor_dltensor failed";
+        else {
+            const float *f = d->data;
+            for (int64_t k = 0; k < d->shape[0] && why == NULL; k += FILL_STEP)
+                if (f[k] != v)
+                    why = "block shared with another thread (element changed)";
+            if (why == NULL && f[d->shape[0] - 1] != v)
+                why = "block shared with another thread (last element changed)";
+        }
+        if (pylayout_tensor_release(t) != PYLAYOUT_OK && why == NULL)
+            why = "pylayout_tensor_release failed";
+        if (why != NULL)
+            return (void *)why;
     }
     return NULL;
 }
@@ -1300,11 +1320,14 @@ START_TEST(test_cache_threads)
     pthread_t th[4];
     for (uintptr_t i = 0; i < 4; i++)
         ck_assert_int_eq(pthread_create(&th[i], NULL, cache_worker, (void *)(i + 1)), 0);
+    const char *why[4];
     for (int i = 0; i < 4; i++) {
-        void *ret = (void *)1;
+        void *ret = (void *)"pthread_join did not set the result";
         ck_assert_int_eq(pthread_join(th[i], &ret), 0);
-        ck_assert_ptr_null(ret);
+        why[i] = ret;
     }
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(why[i] == NULL, "cache worker %d: %s", i, why[i]);
     ck_assert_int_le(cache_held(), 256 * MIB);
 }
 END_TEST

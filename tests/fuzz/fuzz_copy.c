@@ -734,7 +734,7 @@ static void op_tensor(reader *r)
     const uint8_t *bhi = x.numel ? (const uint8_t *)x.t.data + x.t.byte_offset + (int64_t)x.hi : NULL;
     size_t isz = x.itemsize;
     uint8_t which = u8(r) % 8;
-    pylayout_tensor *v = NULL, *v2 = NULL;
+    pylayout_tensor *v = NULL;
     int64_t idx[65] = {0};
     switch (which) {
     case 0: { /* view_as_complex */
@@ -745,9 +745,8 @@ static void op_tensor(reader *r)
         pylayout_tensor_dltensor(v, &vd);
         CHECK(vd->ndim == dl->ndim - 1 && itemsize_of(vd->dtype) == 2 * isz, "view_as_complex meta");
         touch_all(vd, blo, bhi, "view_as_complex");
-        if (numel_dl(vd) > 0)
+        if (numel_dl(vd) > 0) /* idx[dl->ndim - 1] (the real part) stays 0: next_index walks vd's dims */
             do {
-                idx[dl->ndim - 1] = 0;
                 CHECK(addr_dl(vd, idx) == addr_of(&x, idx), "view_as_complex: element moved");
             } while (next_index(vd->ndim, vd->shape, idx));
         break;
@@ -881,7 +880,6 @@ static void op_tensor(reader *r)
     }
     }
     pylayout_tensor_release(v);
-    pylayout_tensor_release(v2);
 release:
     pylayout_tensor_release(t);
 out:
