@@ -148,6 +148,8 @@ def capsule_pointer(capsule, name: bytes) -> int:
 
 # address of a managed struct -> Record, while its deleter has not run
 _LIVE: dict[int, "Record"] = {}
+# how many Records were ever made
+_MADE = 0
 # (address, kind) of every deleter call that hit no live record: double deletes
 STRAY_DELETES: list[tuple[int, str]] = []
 # capsule destructor calls that found the capsule unconsumed (deleter called)
@@ -197,6 +199,8 @@ class Record:
 
     def __init__(self, shape, strides=None, *, dtype=(kDLFloat, 32, 1), device=(kDLCPU, 0), byte_offset=0,
                  versioned=True, version=(1, 3), flags=0, data="alloc", ndim=None, fill=True):
+        global _MADE
+        _MADE += 1
         self.versioned = versioned
         self.deleted = 0
         self.shape_list = list(shape)
@@ -281,6 +285,10 @@ def make_managed(shape, strides=None, **kw) -> Record:
 
 def live_count() -> int:
     return len(_LIVE)
+
+
+def made_count() -> int:
+    return _MADE
 
 
 class _Producer:

@@ -12,6 +12,7 @@ ambiguous C == 1, H == W == 1 and N111 cases.
 """
 from __future__ import annotations
 
+import gc
 import os
 import random
 
@@ -32,9 +33,18 @@ def np():
 
 @pytest.fixture(autouse=True)
 def _no_stray_deletes():
-    """Every test: no deleter of a ctypes-produced tensor may run twice."""
-    del _producers.STRAY_DELETES[:]
+    """Every test: no deleter of a ctypes-produced tensor may run twice.
+
+    A deleter held in a reference cycle runs only when the collector breaks the
+    cycle, so collect before looking: a double delete must fail the test that
+    caused it, not surface (or vanish) in a later one.  Only around tests that
+    made or kept a Record: a collection costs ~0.2 s once torch.compile ran."""
+    assert not _producers.STRAY_DELETES, (
+        f"double deletes left over from an earlier test or fixture: {_producers.STRAY_DELETES}")
+    made, live = _producers.made_count(), _producers.live_count()
     yield
+    if live or _producers.live_count() or _producers.made_count() != made:
+        gc.collect()
     stray = list(_producers.STRAY_DELETES)
     del _producers.STRAY_DELETES[:]
     assert not stray, f"DLPack deleters ran on already-deleted tensors (double delete): {stray}"
@@ -47,6 +57,31 @@ skip_rss_under_asan = pytest.mark.skipif(
     UNDER_ASAN, reason="RSS leak checks are meaningless under ASan's quarantine; the release-build run checks them")
 
 
+# ------------------------------------------------------------- bit-exact comparison
+
+
+def bits(x):
+    """A torch tensor's bit patterns: a view of its memory as integers of the same
+    width and shape (complex: with a trailing (re, im) dim).  torch refuses tensors
+    with the conjugate or negative bit set, whose memory is not their value."""
+    import torch
+
+    if x.is_complex():
+        x = torch.view_as_real(x)
+    return x.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])
+
+
+def same_bits(a, b) -> bool:
+    """Torch tensors with equal shapes, equal dtypes and identical bits element by
+    element: unlike torch.equal, NaN payloads and -0.0 count."""
+    import torch
+
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(bits(a), bits(b))
+
+
+# ------------------------------------------------------------- memory
+
+
 def rss_bytes() -> int:
     """Resident set size of this process, from /proc/self/statm."""
     with open("/proc/self/statm") as f:
@@ -56,8 +91,6 @@ def rss_bytes() -> int:
 
 def rss_growth(fn, n: int, warmup: int) -> int:
     """Bytes RSS grew by over n calls of fn, after warmup calls and a collection."""
-    import gc
-
     for _ in range(warmup):
         fn()
     gc.collect()
@@ -144,13 +177,17 @@ def _layout_as_strided(torch, rng, dtype):
     return "as_strided", base.as_strided(shape, strides, offset)
 
 
-def _dense_in_order(torch, rng, dtype, shape, order):
-    """A dense tensor of `shape` whose dims are laid out outermost-first in `order`."""
-    phys = torch.empty([shape[d] for d in order], dtype=dtype)
+def inverse_permutation(order):
+    """inv with inv[order[i]] == i: x.permute(order).permute(inv) is x."""
     inv = [0] * len(order)
     for i, d in enumerate(order):
         inv[d] = i
-    return phys.permute(*inv)
+    return inv
+
+
+def dense_in_order(torch, shape, order, dtype=None):
+    """A dense tensor of `shape` whose dims are laid out outermost-first in `order`."""
+    return torch.empty([shape[d] for d in order], dtype=dtype).permute(inverse_permutation(order))
 
 
 def _layout_channels_last(torch, rng, dtype):
@@ -164,7 +201,7 @@ def _layout_channels_last(torch, rng, dtype):
     elif how == "contiguous":
         x = torch.empty(shape, dtype=dtype).contiguous(memory_format=fmt)
     else:
-        x = _dense_in_order(torch, rng, dtype, shape, [0, 2, 3, 4, 1] if three else [0, 2, 3, 1])
+        x = dense_in_order(torch, shape, [0, 2, 3, 4, 1] if three else [0, 2, 3, 1], dtype)
     ops = []
     if rng.random() < 0.4:
         x = _random_slices(rng, x)
@@ -199,7 +236,7 @@ def _layout_ambiguous(torch, rng, dtype):
     elif how == "order":
         order = list(range(ndim))
         rng.shuffle(order)
-        x = _dense_in_order(torch, rng, dtype, shape, order)
+        x = dense_in_order(torch, shape, order, dtype)
     else:
         # size-1 dims with arbitrary strides (what slicing a wider dim leaves behind)
         strides = [rng.choice([1, 2, 3, 4, 6, 12]) for _ in range(ndim)]

@@ -24,10 +24,6 @@ def _versioned_flags(capsule) -> int:
     return P.DLManagedTensorVersioned.from_address(ptr).flags
 
 
-def _collect():
-    gc.collect()
-
-
 class _CapsuleHolder:
     """Hands a prepared capsule to NumPy / torch, which only accept producers."""
 
@@ -114,7 +110,7 @@ def test_wrong_capsule_name_is_type_error():
         pl.from_dlpack(cap)
     assert P.capsule_name(cap) == "not_a_dltensor"
     del cap
-    _collect()
+    gc.collect()
     assert rec.deleted == 0  # a capsule we do not recognise is not ours to free
     rec.managed.deleter(rec.address)
     assert rec.deleted == 1
@@ -191,7 +187,7 @@ def test_ctypes_readonly_flag(np):
     with pytest.raises(BufferError):
         t.__dlpack__()
     del t
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
@@ -274,7 +270,7 @@ def test_from_dlpack_copy(torch, np):
     assert v.data_ptr == legacy.records[1].data_ptr
     del c, v
     legacy.capsules.clear()
-    _collect()
+    gc.collect()
     assert [r.deleted for r in legacy.records] == [1, 1]
 
 
@@ -282,11 +278,11 @@ def test_from_dlpack_copy_of_a_copy_copies_again(np):
     """copy=True must always copy.  A tensor whose producer set IS_COPIED is still an
     existing tensor: from_dlpack(t, copy=True) must not hand back t itself.
 
-    BUG (src/_core.c, mod_from_dlpack): it skips the copy whenever the imported tensor
-    carries IS_COPIED, and import_tensor returns a pylayout.Tensor unchanged, so
+    Regression: mod_from_dlpack (src/_core.c) used to skip the copy whenever the
+    imported tensor carried IS_COPIED, and import_tensor returns a pylayout.Tensor
+    unchanged, so
         t = pl.from_dlpack(np.zeros(3), copy=True)   # IS_COPIED (NumPy copied)
-        pl.from_dlpack(t, copy=True) is t            # True: aliases t
-    Left failing on purpose.
+        pl.from_dlpack(t, copy=True) is t            # was True: aliased t
     """
     a = np.arange(6.0)
     t = pl.from_dlpack(a, copy=True)
@@ -324,15 +320,15 @@ def test_deleter_once_consumed(versioned, order):
     assert P.capsule_name(cap) == ("used_dltensor_versioned" if versioned else "used_dltensor")
     if order == "tensor-first":
         del t
-        _collect()
+        gc.collect()
         assert rec.deleted == 1
         del cap
     else:
         del cap
-        _collect()
+        gc.collect()
         assert rec.deleted == 0, "pylayout's tensor still owns the memory"
         del t
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
@@ -341,7 +337,7 @@ def test_deleter_once_never_consumed(versioned):
     rec = P.make_managed((3,), versioned=versioned)
     cap = rec.capsule()
     del cap
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
@@ -355,14 +351,14 @@ def test_deleter_once_through_views(torch, np, versioned):
     c2 = t.__dlpack__()  # never consumed
     t2 = pl.from_dlpack(c1)
     del t
-    _collect()
+    gc.collect()
     assert rec.deleted == 0
     assert y.data_ptr() == rec.data_ptr == b.ctypes.data == t2.data_ptr
     del y, b, c2
-    _collect()
+    gc.collect()
     assert rec.deleted == 0
     del t2, c1
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
@@ -377,7 +373,7 @@ def test_deleter_on_another_thread():
     th = threading.Thread(target=drop)
     th.start()
     th.join()
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
@@ -392,7 +388,7 @@ def test_legacy_only_producer_fallback():
         assert prod.calls == 3
         del t
         prod.capsules.clear()
-        _collect()
+        gc.collect()
         assert [r.deleted for r in prod.records] == [1, 1, 1]
 
 
@@ -405,7 +401,7 @@ def test_recording_producer_gets_max_version_and_copy():
     assert prod.calls[-1]["copy"] is False
     assert t2.data_ptr == prod.records[-1].data_ptr
     del t, t2
-    _collect()
+    gc.collect()
     assert all(r.deleted == 1 for r in prod.records)
 
 
@@ -422,7 +418,7 @@ def test_copy_true_producer_that_copies_is_not_copied_twice():
     assert t2.data_ptr != prod2.records[-1].data_ptr
     assert bytes(memoryview(t2).cast("B")) == prod2.records[-1].read_bytes(0, 16)
     del t, t2
-    _collect()
+    gc.collect()
     assert all(r.deleted == 1 for r in prod.records + prod2.records)
 
 
@@ -435,16 +431,16 @@ def test_unsupported_major_version(version):
     assert P.capsule_name(cap) == "dltensor_versioned"  # not consumed
     assert rec.deleted == 0
     del cap
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
     # the same through a producer: the capsule dies inside from_dlpack
     prod = P.RecordingProducer(lambda kw: P.make_managed((2, 2), version=version))
     with pytest.raises(BufferError):
         pl.from_dlpack(prod)
-    _collect()
+    gc.collect()
     assert prod.records[0].deleted == 0 and P.capsule_name(prod.capsules[0]) == "dltensor_versioned"
     prod.capsules.clear()  # (the producer kept it: see _producers' note on ctypes callbacks)
-    _collect()
+    gc.collect()
     assert prod.records[0].deleted == 1
 
 
@@ -490,18 +486,18 @@ def test_cuda_capsule_metadata_only(np, versioned):
             op()
             raise AssertionError(name)
     del t
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
 def test_cuda_capsule_np_asarray_raises(np):
     """np.asarray(t) on a CUDA tensor must raise, not build a 0-d object array.
 
-    BUG (src/_core.c, Tensor type): NumPy swallows the BufferError from
-    Tensor_getbuffer and falls back to wrapping the Tensor as a Python object, so
+    Regression: NumPy swallows the BufferError from Tensor_getbuffer and falls back
+    to wrapping the Tensor as a Python object, so this used to give
         np.asarray(cuda_tensor) -> array(<pylayout.Tensor ...>, dtype=object), shape ()
-    silently.  pylayout.Tensor needs an __array__ (or __array_interface__ refusal)
-    that raises BufferError naming the device.  Left failing on purpose.
+    silently.  pylayout.Tensor must refuse (e.g. from __array__) with a BufferError
+    naming the device.
     """
     rec = P.make_managed((2, 3), device=(P.kDLCUDA, 0))
     t = pl.from_dlpack(rec.capsule())
@@ -542,7 +538,7 @@ def test_zero_size_with_null_data():
     assert t.shape == (3, 0) and t.nbytes == 0
     assert memoryview(t).nbytes == 0
     del t
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
 
 
@@ -600,7 +596,7 @@ def test_malformed_is_buffer_error_and_deleter_once(case, versioned):
     assert P.capsule_name(cap) in ("dltensor", "dltensor_versioned")  # not consumed
     assert rec.deleted == 0
     del cap
-    _collect()
+    gc.collect()
     assert rec.deleted == 1
     # the queries refuse it too, through a producer, and still free it once
     prod = P.RecordingProducer(lambda kw_: P.make_managed(shape, strides, versioned=versioned, **kw))
@@ -608,10 +604,10 @@ def test_malformed_is_buffer_error_and_deleter_once(case, versioned):
         pl.from_dlpack(prod)
     with pytest.raises(BufferError):
         pl.is_contiguous(prod)
-    _collect()
+    gc.collect()
     assert [r.deleted for r in prod.records] == [0, 0]
     unconsumed = "dltensor_versioned" if versioned else "dltensor"
     assert [P.capsule_name(c) for c in prod.capsules] == [unconsumed] * 2
     prod.capsules.clear()
-    _collect()
+    gc.collect()
     assert [r.deleted for r in prod.records] == [1, 1]

@@ -24,6 +24,7 @@ import pytest
 
 import _producers
 import pylayout as pl
+from conftest import bits, inverse_permutation, same_bits, torch_layouts
 
 pytestmark = pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
 
@@ -83,21 +84,10 @@ def _fill_storage(torch, x, seed):
     return x
 
 
-def _bits(torch, t):
-    """Integer view of a real or complex torch tensor (complex: trailing (re, im) dim)."""
-    if t.is_complex():
-        t = torch.view_as_real(t)
-    return t.view(_int_dtype(torch, t.dtype))
-
-
-def _same_bits(torch, a, b):
-    return a.shape == b.shape and torch.equal(_bits(torch, a), _bits(torch, b))
-
-
 def _expected_complex_bits(torch, x):
     """Bits of torch.complex(x[..., 0], x[..., 1]), computed without pylayout."""
     z = torch.complex(x[..., 0].contiguous(), x[..., 1].contiguous())
-    return _bits(torch, z)
+    return bits(z)
 
 
 def _viewable(x):
@@ -311,7 +301,7 @@ def test_view_as_complex_differential(torch):
         dtype = getattr(torch, _DTYPES[i % 3])
         desc, x = _gen_layout(torch, rng, dtype, seed=i)
         where = f"#{i} {desc} dtype={dtype} shape={tuple(x.shape)} strides={x.stride()} off={x.storage_offset()}"
-        before = _bits(torch, x).clone()
+        before = bits(x).clone()
         if x.dim() == 0 or x.shape[-1] != 2:
             stats["not_last2"] += 1
             assert _torch_view_as_complex(torch, x) is None, where
@@ -345,7 +335,7 @@ def test_view_as_complex_differential(torch):
                 assert tuple(z.shape) == tuple(x.shape[:-1]), where
                 assert z.stride() == tuple(s // 2 for s in x.stride()[:-1]), where
                 assert z.data_ptr() == x.data_ptr(), f"{where}: copy={copy} copied a viewable tensor"
-                assert torch.equal(_bits(torch, z), expected), f"{where}: wrong values"
+                assert torch.equal(bits(z), expected), f"{where}: wrong values"
         else:
             stats["copied"] += 1
             if not offenders:
@@ -353,7 +343,7 @@ def test_view_as_complex_differential(torch):
             z = pl.view_as_complex(x)
             assert z.data_ptr() != x.data_ptr(), where
             assert z.is_contiguous() and tuple(z.shape) == tuple(x.shape[:-1]), where
-            assert torch.equal(_bits(torch, z), expected), f"{where}: packed copy has wrong bits"
+            assert torch.equal(bits(z), expected), f"{where}: packed copy has wrong bits"
             with pytest.raises(ValueError) as ei:
                 pl.view_as_complex(x, copy=False)
             msg = str(ei.value)
@@ -367,8 +357,8 @@ def test_view_as_complex_differential(torch):
         if x.numel():
             assert c.data_ptr() != x.data_ptr(), f"{where}: copy=True returned a view"
         assert c.is_contiguous(), where
-        assert torch.equal(_bits(torch, c), expected), f"{where}: copy=True has wrong bits"
-        assert torch.equal(_bits(torch, x), before), f"{where}: the input was modified"
+        assert torch.equal(bits(c), expected), f"{where}: copy=True has wrong bits"
+        assert torch.equal(bits(x), before), f"{where}: the input was modified"
     # The generator must reach every interesting case (else this test proves little).
     assert stats["torch_ok"] > 500, stats
     assert stats["viewable_torch_refused"] > 30, stats
@@ -557,10 +547,9 @@ def test_pack_into_read_only_out_raises(np):
 
 
 def test_view_as_real_matches_torch(torch):
-    import conftest
     n = 0
     for i, cdt in enumerate((torch.complex32, torch.complex64, torch.complex128)):
-        for where, z in conftest.torch_layouts(torch, 300, seed=500 + i, dtype=cdt):
+        for where, z in torch_layouts(torch, 300, seed=500 + i, dtype=cdt):
             tr = torch.view_as_real(z)
             r = pl.view_as_real(z)
             where = f"{cdt} {where}"
@@ -609,8 +598,7 @@ def test_view_as_real_rejects_real_and_conj(torch, np):
 
 
 def _pack_inputs(torch, rng, dtype, seed):
-    import conftest
-    _, re = conftest.torch_layouts(torch, 1, seed=seed, dtype=dtype)[0]
+    _, re = torch_layouts(torch, 1, seed=seed, dtype=dtype)[0]
     _fill_storage(torch, re, seed)
     shape = tuple(re.shape)
     how = rng.choice(["contiguous", "fortran", "broadcast", "same"])
@@ -637,12 +625,12 @@ def test_pack_complex_differential(torch):
         cdt = _complex_of(torch, dtype)
         re, im = _pack_inputs(torch, rng, dtype, seed=10_000 + i)
         where = f"#{i} {dtype} shape={tuple(re.shape)} re.strides={re.stride()} im.strides={im.stride()}"
-        expected = _bits(torch, torch.complex(re.contiguous(), im.contiguous()))
-        re_before, im_before = _bits(torch, re).clone(), _bits(torch, im).clone()
+        expected = bits(torch.complex(re.contiguous(), im.contiguous()))
+        re_before, im_before = bits(re).clone(), bits(im).clone()
         z = pl.pack_complex(re, im)
         assert isinstance(z, torch.Tensor) and z.dtype == cdt and z.shape == re.shape, where
         assert z.is_contiguous(), where
-        assert torch.equal(_bits(torch, z), expected), f"{where}: wrong bits"
+        assert torch.equal(bits(z), expected), f"{where}: wrong bits"
         # out= of arbitrary strides, inside a sentinel-filled parent.
         shape = tuple(re.shape)
         kind = rng.choice(["contiguous", "transposed", "gaps"])
@@ -655,54 +643,53 @@ def test_pack_complex_differential(torch):
             if len(shape) > 1:
                 perm = rng.sample(range(len(shape)), len(shape))
                 parent = torch.empty([s * 2 + 1 for s in (shape[p] for p in perm)], dtype=cdt)
-                inv = [perm.index(d) for d in range(len(shape))]
+                inv = inverse_permutation(perm)
                 out = parent[tuple(slice(1, None, 2) for _ in shape)].permute(*inv)
         else:
             parent = torch.empty(shape, dtype=cdt)
             out = parent
         assert tuple(out.shape) == shape
         fill = 0x5A5A if cdt == torch.complex32 else -0x5A5A5A5A
-        pb = _bits(torch, parent).flatten()  # a view: parent is contiguous
+        pb = bits(parent).flatten()  # a view: parent is contiguous
         pb.fill_(fill)
         res = pl.pack_complex(re, im, out=out)
         assert res is out, where
-        assert torch.equal(_bits(torch, out), expected), f"{where}: out={kind} {out.stride()} wrong bits"
+        assert torch.equal(bits(out), expected), f"{where}: out={kind} {out.stride()} wrong bits"
         # Nothing outside out's elements changed: blank out's elements, the rest must be the sentinel.
         rest = pb.clone()
         rest.as_strided(tuple(out.shape) + (2,), tuple(2 * st for st in out.stride()) + (1,),
                         2 * out.storage_offset()).fill_(fill)
         assert bool((rest == fill).all()), f"{where}: out={kind} wrote outside out"
         n_out += 1
-        assert torch.equal(_bits(torch, re), re_before) and torch.equal(_bits(torch, im), im_before), where
+        assert torch.equal(bits(re), re_before) and torch.equal(bits(im), im_before), where
     assert n_out == 1500
 
 
 def test_unpack_complex_differential(torch):
-    import conftest
     n = 0
     for i, cdt in enumerate((torch.complex32, torch.complex64, torch.complex128)):
         rdt = _real_of(torch, cdt)
         isz = torch.finfo(rdt).bits // 8
-        for where, z in conftest.torch_layouts(torch, 250, seed=900 + i, dtype=cdt):
+        for where, z in torch_layouts(torch, 250, seed=900 + i, dtype=cdt):
             _fill_storage(torch, z, 77 * i + n)
             where = f"{cdt} {where}"
             tr = torch.view_as_real(z)
-            exp_re, exp_im = _bits(torch, tr[..., 0]), _bits(torch, tr[..., 1])
+            exp_re, exp_im = bits(tr[..., 0]), bits(tr[..., 1])
             re, im = pl.unpack_complex(z)
             for p, e in ((re, exp_re), (im, exp_im)):
                 assert isinstance(p, torch.Tensor) and p.dtype == rdt and p.shape == z.shape, where
-                assert p.is_contiguous() and torch.equal(_bits(torch, p), e), where
+                assert p.is_contiguous() and torch.equal(bits(p), e), where
                 if z.numel():
                     assert p.data_ptr() != z.data_ptr(), where
             re_v, im_v = pl.unpack_complex(z, copy=False)
             assert re_v.stride() == im_v.stride() == tuple(2 * s for s in z.stride()), where
-            assert torch.equal(_bits(torch, re_v), exp_re) and torch.equal(_bits(torch, im_v), exp_im), where
+            assert torch.equal(bits(re_v), exp_re) and torch.equal(bits(im_v), exp_im), where
             if z.numel():
                 assert re_v.data_ptr() == z.data_ptr(), where
                 assert im_v.data_ptr() == z.data_ptr() + isz, where
             # unpack into strided destinations via out= is C-only; pack back round-trips.
             back = pl.pack_complex(re, im)
-            assert torch.equal(_bits(torch, back), _bits(torch, z.contiguous())), where
+            assert same_bits(back, z.contiguous()), where
             n += 1
     assert n == 750
     z = torch.zeros(3, 4, dtype=torch.complex64)
@@ -817,9 +804,8 @@ def _expected_canonical(shape, strides):
 
 
 def test_canonicalize_torch_layouts(torch):
-    import conftest
     n_changed = 0
-    for where, x in conftest.torch_layouts(torch, 1500, seed=31337):
+    for where, x in torch_layouts(torch, 1500, seed=31337):
         c = pl.canonicalize(x)
         assert isinstance(c, torch.Tensor) and c.shape == x.shape and c.dtype == x.dtype, where
         assert c.data_ptr() == x.data_ptr(), f"{where}: canonicalize copied"

@@ -14,7 +14,7 @@ import random
 import pytest
 
 import pylayout as pl
-from conftest import torch_layouts
+from conftest import inverse_permutation, same_bits, torch_layouts
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for layout conversions")
 np = pytest.importorskip("numpy", reason="NumPy is the oracle for Fortran order and negative strides")
@@ -37,23 +37,6 @@ def randomize_storage(x, seed):
     raw = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),))
     g = torch.Generator().manual_seed(seed)
     raw.copy_(torch.randint(0, 256, raw.shape, dtype=torch.uint8, generator=g))
-
-
-def same_bits(a, b) -> bool:
-    """Equal shapes and identical bytes in logical (row-major) order."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if not a.numel():
-        return True
-    flat = [t.numpy().tobytes() for t in (a, b)]  # C-order bytes, whatever the strides
-    return flat[0] == flat[1]
-
-
-def inverse(order):
-    inv = [0] * len(order)
-    for i, d in enumerate(order):
-        inv[d] = i
-    return inv
 
 
 def large_layouts(rng, dtype, n):
@@ -111,7 +94,7 @@ def test_to_order_and_fortran_match_torch(dtype, threads):
     for desc, x in cases(dtype, seed=202 + DTYPES.index(dtype)):
         order = rng.sample(range(x.dim()), x.dim())
         ours = pl.to_order(x, order)
-        ref = x.permute(order).contiguous().permute(inverse(order))
+        ref = x.permute(order).contiguous().permute(inverse_permutation(order))
         assert same_bits(ours, ref), f"{desc} order {order}: values differ"
         if x.numel() and ours is not x:
             assert ours.stride() == ref.stride(), f"{desc} order {order}: {ours.stride()} != {ref.stride()}"
@@ -133,7 +116,7 @@ def test_copy_into_any_destination_matches_torch(dtype, threads):
         shape = [x.shape[d] for d in order]
         step = 2 if (x.dim() and rng.random() < 0.3) else 1
         big = torch.empty(shape[:-1] + [shape[-1] * step] if x.dim() else [], dtype=dtype)
-        dst = (big[..., ::step] if x.dim() else big).permute(inverse(order))
+        dst = (big[..., ::step] if x.dim() else big).permute(inverse_permutation(order))
         randomize_storage(dst, 5)
         sentinel = big.reshape(-1).view(torch.uint8).clone() if big.numel() else None
         ref = dst.clone()

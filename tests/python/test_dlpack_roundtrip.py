@@ -270,10 +270,6 @@ def test_bfloat16_torch_only(torch, np):
 # ---------------------------------------------------------------- leaks
 
 
-def _leak_loop(fn, n, warmup=20000):
-    return rss_growth(fn, n, warmup)
-
-
 @pytest.mark.slow
 @skip_rss_under_asan
 def test_numpy_roundtrip_does_not_leak(np):
@@ -284,7 +280,7 @@ def test_numpy_roundtrip_does_not_leak(np):
         b = np.from_dlpack(pl.from_dlpack(a))
         assert b.ctypes.data == a.ctypes.data
 
-    grew = _leak_loop(once, 100_000)
+    grew = rss_growth(once, 100_000, warmup=20_000)
     assert sys.getrefcount(a) == rc, "the NumPy producer's refcount was not restored"
     # a leaked managed tensor costs >= 80 bytes: 100 000 of them >= 8 MB
     assert grew < 2 * 1024 * 1024, f"RSS grew by {grew} bytes over 100 000 numpy round trips"
@@ -300,7 +296,7 @@ def test_torch_roundtrip_does_not_leak(torch):
         y = torch.from_dlpack(pl.from_dlpack(x))
         assert y.data_ptr() == x.data_ptr()
 
-    grew = _leak_loop(once, 100_000)
+    grew = rss_growth(once, 100_000, warmup=20_000)
     assert sys.getrefcount(x) == rc, "the torch producer's refcount was not restored"
     assert grew < 2 * 1024 * 1024, f"RSS grew by {grew} bytes over 100 000 torch round trips"
 
@@ -320,6 +316,6 @@ def test_to_type_and_queries_do_not_leak(torch, np):
         pl.from_dlpack(a.__dlpack__(max_version=(1, 0)))
         pl.from_dlpack(pl.from_dlpack(a).__dlpack__())
 
-    grew = _leak_loop(once, 30_000, warmup=5000)
+    grew = rss_growth(once, 30_000, warmup=5000)
     assert sys.getrefcount(x) == rcx and sys.getrefcount(a) == rca
     assert grew < 2 * 1024 * 1024, f"RSS grew by {grew} bytes"

@@ -266,11 +266,12 @@ def test_conjugate_view_not_silently_unconjugated(torch, np):
     torch's __dlpack__ refuses it ("Can't export tensors with the conjugate bit set");
     pylayout goes through torch's C exchange API, which does no such check.
 
-    BUG (src/_core.c, import_tensor / peek_dltensor via torch's exchange API):
+    Regression: import_tensor / peek_dltensor (src/_core.c), going through torch's
+    exchange API, used to drop the conjugate bit:
         x = torch.tensor([1+2j, 3-4j]).conj()
         np.from_dlpack(pylayout.from_dlpack(x))   -> [1+2j, 3-4j]   (x is [1-2j, 3+4j])
         pylayout.contiguous(x[:, None].expand(2, 2).t())  -> unconjugated values
-    Expected: BufferError (as torch.__dlpack__) or the conjugated values.  Left failing.
+    Expected: BufferError (as torch.__dlpack__) or the conjugated values.
     """
     x = torch.tensor([1 + 2j, 3 - 4j]).conj()
     try:

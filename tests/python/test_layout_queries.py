@@ -209,8 +209,8 @@ def test_is_dense_empty_tensors(torch, layouts):
     is_non_overlapping_and_dense is true whenever is_contiguous is, and every empty tensor is
     contiguous, so empty_like keeps their strides).
 
-    BUG (src/layout.c, pylayout_is_dense): no numel == 0 shortcut, so e.g.
-    pylayout.is_dense(torch.empty(0, 3)[:, ::2]) is False (strides (3, 2)).  Left failing.
+    Regression: pylayout_is_dense (src/layout.c) used to lack a numel == 0 shortcut, so
+    e.g. pylayout.is_dense(torch.empty(0, 3)[:, ::2]) was False (strides (3, 2)).
     """
     bad = []
     n = 0

@@ -35,8 +35,7 @@ def test_info_and_limit_roundtrip(cache):
             pl.set_cache_limit(bad)
 
 
-def test_released_output_is_reused_and_results_stay_right(cache):
-    torch = pytest.importorskip("torch", reason="checks conversions of torch tensors against torch")
+def test_released_output_is_reused_and_results_stay_right(cache, torch):
     x = torch.randn(8, 64, 160, 128)  # 40 MiB
     y = pl.contiguous(x, torch.channels_last)
     assert torch.equal(y, x) and y.is_contiguous(memory_format=torch.channels_last)
@@ -55,8 +54,7 @@ def test_released_output_is_reused_and_results_stay_right(cache):
     assert pl.cache_info()["held"] == 80 * MIB
 
 
-def test_small_outputs_and_zero_limit_keep_nothing(cache):
-    np = pytest.importorskip("numpy", reason="converts NumPy arrays")
+def test_small_outputs_and_zero_limit_keep_nothing(cache, np):
     a = np.ones((1024, 1024), np.float32).T  # 4 MiB: malloc's, not cached
     b = pl.contiguous(a)
     assert np.array_equal(b, a)

@@ -73,13 +73,16 @@ def checksum(obj) -> str:
 
 @dataclass
 class Ctx:
-    """What a case makes: objects whose memory must not change, capsules to keep alive."""
+    """What a case makes: objects whose memory must not change (with their checksums,
+    taken as each is registered, before the failing call), capsules to keep alive."""
 
     guards: list = field(default_factory=list)
+    sums: list = field(default_factory=list)
     keep: list = field(default_factory=list)
 
     def guard(self, obj):
         self.guards.append(obj)
+        self.sums.append(checksum(obj))
         return obj
 
     def record(self, *a, **kw) -> P.Record:
@@ -271,19 +274,17 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input(case):
-    if case.needs_torch and torch is None:
-        pytest.skip("torch not installed")
+def test_bad_input(case, request):
+    if case.needs_torch:
+        request.getfixturevalue("torch")  # skips, with the fixture's reason, without torch
     ctx = Ctx()
     live_before = P.live_count()
-    # Cases create their objects inside run(); each guard's checksum is taken
-    # as it is registered, before the failing call.
     with pytest.raises(case.exc) as info:
-        _run_guarded(case, ctx)
+        case.run(ctx)
     msg = str(info.value)
     assert case.match.lower() in msg.lower(), f"{case.id}: message {msg!r} lacks {case.match!r}"
     assert type(info.value) is case.exc, f"{case.id}: raised {type(info.value).__name__}, want {case.exc.__name__}"
-    for obj, before in zip(ctx.guards, ctx._sums):
+    for obj, before in zip(ctx.guards, ctx.sums):
         assert checksum(obj) == before, f"{case.id}: memory of {type(obj).__name__} changed"
     # Drop capsules only now, after the call returned (see _producers' docstring).
     records = [o for o in ctx.guards if isinstance(o, P.Record)]
@@ -297,20 +298,13 @@ def test_bad_input(case):
     assert P.live_count() <= live_before, f"{case.id}: a producer's deleter never ran"
 
 
-def _run_guarded(case, ctx):
-    """Runs case.run with checksums taken of every guard as it is registered."""
-    ctx._sums = []
-    orig_guard = ctx.guard
-
-    def guard(obj):
-        ctx._sums.append(checksum(obj))
-        return orig_guard(obj)
-
-    ctx.guard = guard
-    return case.run(ctx)
-
-
-def test_table_size():
+def test_case_table_is_well_formed():
+    """Each case has its own id (what -k selects and failures name) and a non-empty
+    message substring: an empty one would be found in any message."""
+    ids = [c.id for c in CASES]
+    assert len(set(ids)) == len(ids), sorted({i for i in ids if ids.count(i) > 1})
+    bad = [c.id for c in CASES if not c.match.strip() or not issubclass(c.exc, Exception)]
+    assert not bad, f"cases without a message substring or an exception type: {bad}"
     # The issue asks for >= 30 Python cases (with the C suites' >= 40 in all).
     assert len(CASES) >= 30
 
@@ -387,8 +381,9 @@ def test_zero_size_null_data_capsule():
     t = pl.from_dlpack(cap)
     assert t.shape == (0, 3)
     assert pl.contiguous(t, "fortran").shape == (0, 3)
-    assert pl.copy_into(pl.empty((0, 3)), t) is not None
-    del t, cap
+    dst = pl.empty((0, 3))
+    assert pl.copy_into(dst, t) is dst
+    del t, cap, dst
     gc.collect()
     assert rec.deleted == 1
 
@@ -423,9 +418,7 @@ def test_allocation_failure_contiguous_of_broadcast():
     assert P.live_count() == before
 
 
-def test_allocation_failure_torch_and_capsule():
-    if torch is None:
-        pytest.skip("torch not installed")
+def test_allocation_failure_torch_and_capsule(torch):
     x = torch.ones(1).expand(*HUGE)
     _rss_flat(_expect_memory_error(lambda: pl.to_order(x, (1, 0))), n=100)
     # a ctypes producer whose capsule is consumed by a failing conversion:
@@ -576,6 +569,9 @@ def _run_forked(target):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+# Python 3.12+ warns about fork() in a multi-threaded process (OpenMP's workers
+# are threads): that the child is nevertheless safe is what this test checks.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_fork_child_after_parallel_copies():
     """Documented: a forked child runs pylayout copies single-threaded and
     never hangs, even after the parent used OpenMP (libgomp is not fork-safe,
@@ -583,24 +579,8 @@ def test_fork_child_after_parallel_copies():
     a = np.ones((64, 64, 64, 16), np.float32)
     for _ in range(3):  # the parent's OpenMP team now exists
         pl.to_order(a, (3, 0, 1, 2))
-    with _quiet_fork_warning():
-        nthreads, ok_copy, ok_pack = _run_forked(_fork_child)
+    nthreads, ok_copy, ok_pack = _run_forked(_fork_child)
     assert ok_copy and ok_pack, "the forked child's conversion gave a wrong result"
     assert nthreads == 1, f"the forked child reports {nthreads} copy threads, not 1"
     # and the parent is unaffected
     assert np.array_equal(pl.to_order(a, (3, 0, 1, 2)), a)
-
-
-class _quiet_fork_warning:
-    """Python 3.12+ warns about fork() in a multi-threaded process (OpenMP's
-    workers are threads); that warning is the subject of this test."""
-
-    def __enter__(self):
-        import warnings
-
-        self._cm = warnings.catch_warnings()
-        self._cm.__enter__()
-        warnings.simplefilter("ignore", DeprecationWarning)
-
-    def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)

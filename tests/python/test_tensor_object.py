@@ -69,7 +69,8 @@ def _get_buffer(obj, flags):
     NumPy refuses an impossible contiguity request with ValueError, pylayout with
     BufferError (what PEP 3118 asks for): both count as "refused".  ndim is compared
     only when shape was requested (PyBUF_ND): without it NumPy reports 0, CPython's
-    PyBuffer_FillInfo 1 and pylayout the real ndim, and consumers must ignore it.
+    PyBuffer_FillInfo and pylayout 1 (see test_simple_buffer_consumers), and
+    consumers must ignore it.
     """
     view = Py_buffer()
     try:
@@ -175,8 +176,9 @@ def test_buffer_protocol_matches_numpy(np):
             want = _get_buffer(a, flags)
             got = _get_buffer(t, flags)
             if isinstance(want, dict) and isinstance(got, dict) and a.size == 0:
-                want["buf"] = got["buf"] = 0  # any pointer and any strides will do for empty buffers
-                want["strides"] = got["strides"] = want["strides"] is not None
+                for d in (want, got):  # any pointer and any strides will do for empty buffers,
+                    d["buf"] = 0       # but both must hand out strides, or neither
+                    d["strides"] = d["strides"] is not None
             if want != got:
                 mismatches.append((name, fname, "numpy", want, "pylayout", got))
     assert not mismatches, "\n".join(map(str, mismatches[:10]))
@@ -185,12 +187,12 @@ def test_buffer_protocol_matches_numpy(np):
 def test_simple_buffer_consumers(np):
     """Consumers that ask for PyBUF_SIMPLE (a flat byte buffer) work on C-contiguous tensors.
 
-    BUG (src/_core.c, Tensor_getbuffer): for a request without PyBUF_ND it leaves
-    view->ndim at the tensor's rank (shape NULL).  CPython's PyBuffer_FillInfo
-    reports 1 and NumPy 0; hashlib (and others) reject ndim > 1, so
+    Regression: for a request without PyBUF_ND, Tensor_getbuffer (src/_core.c) used
+    to leave view->ndim at the tensor's rank (shape NULL), where CPython's
+    PyBuffer_FillInfo reports 1 and NumPy 0.  hashlib (and others) reject ndim > 1, so
         hashlib.sha1(pylayout.from_dlpack(np.zeros((3, 4))))
-    raises "BufferError: Buffer must be single dimension", while the NumPy array
-    itself hashes fine.  Left failing on purpose.
+    raised "BufferError: Buffer must be single dimension", while the NumPy array
+    itself hashes fine.
     """
     import hashlib
 
@@ -210,8 +212,8 @@ def test_simple_buffer_consumers(np):
 def test_zero_d_buffer_has_null_shape_and_strides(np):
     """Python docs (Py_buffer.ndim): "If it is 0, ... shape, strides and suboffsets MUST be NULL."
 
-    BUG (minor, src/_core.c, Tensor_getbuffer): for a 0-d tensor it hands out
-    non-NULL shape/strides pointers (NumPy gives NULL).  Left failing on purpose.
+    Regression: for a 0-d tensor Tensor_getbuffer (src/_core.c) used to hand out
+    non-NULL shape/strides pointers (NumPy gives NULL).
     """
     t = pl.from_dlpack(np.array(2.5))
     view = Py_buffer()
@@ -260,10 +262,10 @@ def test_buffer_bfloat16_is_clear_error(torch):
 def test_np_asarray_bfloat16_raises(torch, np):
     """np.asarray of a tensor without a buffer format must raise, not wrap the object.
 
-    BUG (src/_core.c, Tensor type; same root cause as
+    Regression (same root cause as
     test_capsules.py::test_cuda_capsule_np_asarray_raises): NumPy swallows the
-    BufferError from Tensor_getbuffer and returns a 0-d object array holding the
-    Tensor.  Left failing on purpose.
+    BufferError from Tensor_getbuffer, and used to return a 0-d object array
+    holding the Tensor.
     """
     t = pl.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
     with pytest.raises((BufferError, TypeError, ValueError)):

@@ -35,6 +35,7 @@ np = pytest.importorskip("numpy", reason="NumPy is needed for the guard checks o
 
 import pylayout as pl  # noqa: E402
 import pylayout.torch as plt  # noqa: E402
+from conftest import dense_in_order  # noqa: E402
 
 F64 = torch.float64
 C128 = torch.complex128
@@ -47,15 +48,6 @@ def _leaf(x):
 
 def _gradcheck(fn, *inputs):
     assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4, check_batched_grad=False)
-
-
-def _expected_order_strides(shape, order):
-    """torch's strides for a dense tensor with dims laid out in `order` (outermost first)."""
-    phys = torch.empty([shape[d] for d in order])
-    inv = [0] * len(order)
-    for i, d in enumerate(order):
-        inv[d] = i
-    return phys.permute(*inv).stride()
 
 
 def _same_layout(a, b):
@@ -81,7 +73,7 @@ def test_gradcheck_contiguous_formats(fmt, shape, perm):
     y = plt.contiguous(x, fmt)
     # layout: the one torch (or, for fortran, the reversed dim order) gives
     if fmt == "fortran":
-        exp = _expected_order_strides(x.shape, list(range(x.dim()))[::-1])
+        exp = dense_in_order(torch, x.shape, list(range(x.dim()))[::-1]).stride()
         assert y.stride() == exp
     else:
         mf = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last,
@@ -127,7 +119,7 @@ def test_gradcheck_to_order_random_permutations():
         x = _leaf(torch.randn(*shape, dtype=F64).permute(*in_perm))
         y = plt.to_order(x, order)
         assert torch.equal(y, x)
-        assert y.stride() == _expected_order_strides(x.shape, order), (order, in_perm)
+        assert y.stride() == dense_in_order(torch, x.shape, order).stride(), (order, in_perm)
         _gradcheck(lambda t, o=order: plt.to_order(t, o), x)
 
 
@@ -311,9 +303,9 @@ def test_top_level_api_routes_through_autograd():
                          lambda x: x.contiguous(memory_format=torch.channels_last), nchw)
     assert y.is_contiguous(memory_format=torch.channels_last)
     y = _check_top_level(lambda x: pl.contiguous(x, "fortran"), lambda x: x.clone(), t)
-    assert y.stride() == _expected_order_strides(t.shape, [2, 1, 0])
+    assert y.stride() == dense_in_order(torch, t.shape, [2, 1, 0]).stride()
     y = _check_top_level(lambda x: pl.to_order(x, (1, 2, 0)), lambda x: x.clone(), t)
-    assert y.stride() == _expected_order_strides(t.shape, [1, 2, 0])
+    assert y.stride() == dense_in_order(torch, t.shape, [1, 2, 0]).stride()
     ri = torch.randn(3, 2, 4, dtype=F64).transpose(1, 2)     # packs
     _check_top_level(pl.view_as_complex, lambda x: torch.view_as_complex(x.contiguous()), ri)
     _check_top_level(pl.view_as_complex, torch.view_as_complex, torch.randn(3, 4, 2, dtype=F64))
@@ -483,7 +475,7 @@ def test_torch_compile_fullgraph_matches_eager():
             assert torch.allclose(e, c, atol=1e-6), i
     # layouts that are the point of the conversions survive compilation
     assert eager[8].is_contiguous(memory_format=torch.channels_last)
-    assert eager[9].stride() == _expected_order_strides(eager[9].shape, (3, 0, 2, 1))
+    assert eager[9].stride() == dense_in_order(torch, eager[9].shape, (3, 0, 2, 1)).stride()
     assert eager[5].stride() == (1, 5)
     for res in (compiled, recorded):
         assert res[0].is_contiguous(memory_format=torch.channels_last)

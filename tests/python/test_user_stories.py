@@ -28,6 +28,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import pylayout as pl  # noqa: E402
 import pylayout.torch as plt  # noqa: E402
+from conftest import same_bits  # noqa: E402
 
 _CTYPE = {torch.float32: ctypes.c_float, torch.float64: ctypes.c_double}
 
@@ -212,11 +213,6 @@ def test_story2_copy_policies():
 _DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.uint8, torch.bool, torch.complex64]
 
 
-def _bits(x):
-    """A bit-exact comparison key: the raw bytes, logical order."""
-    return x.contiguous().view(torch.uint8) if x.dtype != torch.bool else x.contiguous().to(torch.uint8)
-
-
 def _rand(shape, dtype, g):
     if dtype == torch.bool:
         return torch.rand(shape, generator=g) > 0.5
@@ -237,17 +233,17 @@ def test_story3_channels_last_matches_torch(dtype):
     assert y.is_contiguous(memory_format=torch.channels_last)
     ref = x.contiguous(memory_format=torch.channels_last)
     assert y.stride() == ref.stride()
-    assert torch.equal(_bits(y), _bits(ref))
+    assert same_bits(y, ref)
     assert pl.suggest_format(y) == "channels_last"
     assert pl.contiguous(y, torch.channels_last) is y
     back = pl.contiguous(y)
-    assert back.is_contiguous() and torch.equal(_bits(back), _bits(x))
+    assert back.is_contiguous() and same_bits(back, x)
     # 5-D channels_last_3d
     x5 = _rand((2, 3, 4, 5, 6), dtype, g)
     y5 = pl.contiguous(x5, "channels_last_3d")
     ref5 = x5.contiguous(memory_format=torch.channels_last_3d)
     assert y5.is_contiguous(memory_format=torch.channels_last_3d) and y5.stride() == ref5.stride()
-    assert torch.equal(_bits(y5), _bits(ref5))
+    assert same_bits(y5, ref5)
 
 
 @pytest.mark.parametrize("dtype", _DTYPES, ids=str)
@@ -258,11 +254,11 @@ def test_story3_permute_contiguous_equivalents(dtype):
         ref = x.permute(*perm).contiguous()
         got = pl.contiguous(x.permute(*perm))
         assert got.is_contiguous() and got.shape == ref.shape
-        assert torch.equal(_bits(got), _bits(ref)), perm
+        assert same_bits(got, ref), perm
         # to_order: same memory bytes as permute().contiguous(), logical shape kept
         o = pl.to_order(x, perm)
         assert o.shape == x.shape
-        assert torch.equal(_bits(o.permute(*perm)), _bits(ref))
+        assert same_bits(o.permute(*perm), ref)
         assert o.permute(*perm).is_contiguous()
     # fortran order vs NumPy
     if dtype != torch.bfloat16:          # NumPy has no bfloat16
