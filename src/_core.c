@@ -105,10 +105,10 @@ done:
     return rc;
 }
 
-static const char *dtype_name(DLDataType dt)
+static const char *dtype_name_or(DLDataType dt, const char *fallback)
 {
-    const char *name = NULL;
-    return pylayout_dtype_name(dt, &name) == PYLAYOUT_OK ? name : NULL;
+    const char *name = _pylayout_dtype_name(dt);
+    return name ? name : fallback;
 }
 
 /* Accepts a dtype name ("float32") or anything whose str() is one, such as
@@ -210,8 +210,7 @@ static PyObject *Tensor_get_strides(PyObject *op, void *c)
 static PyObject *Tensor_get_dtype(PyObject *op, void *c)
 {
     (void)c;
-    const char *name = dtype_name(((TensorObject *)op)->dl->dtype);
-    return PyUnicode_FromString(name ? name : "unknown");
+    return PyUnicode_FromString(dtype_name_or(((TensorObject *)op)->dl->dtype, "unknown"));
 }
 
 static PyObject *Tensor_get_device(PyObject *op, void *c)
@@ -297,9 +296,8 @@ static PyObject *Tensor_repr(PyObject *op)
         strcat(fmts, ", fortran");
     if (!c && !cl && !cl3 && !f)
         strcat(fmts, ", strided");
-    const char *name = dtype_name(dl->dtype);
     res = PyUnicode_FromFormat("pylayout.Tensor(shape=%R, strides=%R, dtype='%s', device=(%d, %d)%s%s%s)", shape,
-                               strides, name ? name : "unknown", (int)dl->device.device_type,
+                               strides, dtype_name_or(dl->dtype, "unknown"), (int)dl->device.device_type,
                                (int)dl->device.device_id, fmts,
                                (((TensorObject *)op)->flags & PYLAYOUT_FLAG_READ_ONLY) ? ", readonly" : "",
                                dl->byte_offset ? ", byte_offset" : "");
@@ -349,7 +347,7 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
         PyErr_Format(PyExc_BufferError,
                      "dtype %s has no buffer-protocol format code; use DLPack (numpy.from_dlpack or "
                      "torch.from_dlpack) instead",
-                     dtype_name(dl->dtype) ? dtype_name(dl->dtype) : "unknown");
+                     dtype_name_or(dl->dtype, "unknown"));
         return -1;
     }
     if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && (self->flags & PYLAYOUT_FLAG_READ_ONLY)) {
@@ -899,9 +897,8 @@ static PyObject *Tensor_array(PyObject *op, PyObject *args, PyObject *kwds)
         return NULL;
     }
     if (!buffer_format(dl->dtype)) {
-        const char *name = dtype_name(dl->dtype);
         PyErr_Format(PyExc_BufferError, "NumPy has no %s dtype; use torch.from_dlpack or keep the pylayout.Tensor",
-                     name ? name : "such");
+                     dtype_name_or(dl->dtype, "such"));
         return NULL;
     }
     np = PyImport_ImportModule("numpy");
@@ -910,13 +907,16 @@ static PyObject *Tensor_array(PyObject *op, PyObject *args, PyObject *kwds)
     arr = PyObject_CallMethod(np, "from_dlpack", "O", op);
     if (!arr)
         goto done;
-    if (dtype != Py_None || copy == Py_True) {
-        res = PyObject_CallMethod(arr, "astype", "OO", dtype == Py_None ? (PyObject *)Py_TYPE(arr) : dtype,
-                                  copy == Py_True ? Py_True : Py_False);
-        if (dtype == Py_None && !res) { /* astype(type(arr)) is not a dtype: copy instead */
-            PyErr_Clear();
-            res = PyObject_CallMethod(arr, "copy", NULL);
-        }
+    if (dtype != Py_None) { /* astype(dtype, copy=...): copy is keyword-only in effect */
+        PyObject *astype = PyObject_GetAttrString(arr, "astype");
+        PyObject *kw = astype ? Py_BuildValue("{s:O}", "copy", copy == Py_True ? Py_True : Py_False) : NULL;
+        PyObject *pos = kw ? PyTuple_Pack(1, dtype) : NULL;
+        res = pos ? PyObject_Call(astype, pos, kw) : NULL;
+        Py_XDECREF(pos);
+        Py_XDECREF(kw);
+        Py_XDECREF(astype);
+    } else if (copy == Py_True) {
+        res = PyObject_CallMethod(arr, "copy", NULL);
     } else {
         res = Py_NewRef(arr);
     }
@@ -996,7 +996,9 @@ static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
                                                PYLAYOUT_FORMAT_CONTIGUOUS, &t);
     if (st == PYLAYOUT_OK) {
         st = pylayout_tensor_to_versioned(t, out);
-        release(t);
+        /* Not release(): the exchange API may call this without the GIL,
+         * and t is ours alone (no producer deleter can run). */
+        pylayout_tensor_release(t);
     }
     if (st != PYLAYOUT_OK) {
         set_error(error_ctx, st == PYLAYOUT_ERR_NO_MEMORY ? "MemoryError" : "ValueError", pylayout_last_error());
@@ -1323,11 +1325,18 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         Py_XDECREF(keep);
         return raise_status(st);
     }
-    /* Already dense in that order (size-1 dims aside, as torch ignores them)? */
+    /* Already dense in that order (size-1 dims aside, as torch ignores them)?
+     * An exchange-API tensor may leave strides NULL (compact row-major). */
+    int64_t have[PYLAYOUT_MAX_NDIM];
+    if ((st = _pylayout_check(dl, "x", have)) != PYLAYOUT_OK) {
+        Py_XDECREF(keep);
+        return raise_status(st);
+    }
     bool already = true;
-    for (int32_t d = 0; d < n && numel_of(dl) > 0; d++)
-        if (dl->shape[d] != 1 && dl->strides[d] != strides[d])
-            already = false;
+    if (numel_of(dl) > 0)
+        for (int32_t d = 0; d < n; d++)
+            if (dl->shape[d] != 1 && have[d] != strides[d])
+                already = false;
     if (already) {
         Py_XDECREF(keep);
         return Py_NewRef(x);
@@ -1458,7 +1467,7 @@ static PyObject *mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
         DLDataType ct = {kDLComplex, (uint8_t)(re->dtype.bits * 2), 1};
         if (re->dtype.code != kDLFloat || re->dtype.lanes != 1 || re->dtype.bits > 64) {
             PyErr_Format(PyExc_BufferError, "re must be float16, float32 or float64, got %s",
-                         dtype_name(re->dtype) ? dtype_name(re->dtype) : "an unsupported dtype");
+                         dtype_name_or(re->dtype, "an unsupported dtype"));
             goto done;
         }
         if (check_host(re, "re") < 0)
@@ -1525,7 +1534,7 @@ static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *
         DLDataType rt = {kDLFloat, (uint8_t)(z->dtype.bits / 2), 1};
         if (z->dtype.code != kDLComplex) {
             PyErr_Format(PyExc_BufferError, "z must be complex32, complex64 or complex128, got %s",
-                         dtype_name(z->dtype) ? dtype_name(z->dtype) : "an unsupported dtype");
+                         dtype_name_or(z->dtype, "an unsupported dtype"));
             Py_DECREF(zin); /* after the message: z lives in zin */
             return NULL;
         }

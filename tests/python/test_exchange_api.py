@@ -193,6 +193,27 @@ def test_allocator(pl_api):
     assert errors and errors[0][0] == "BufferError"
 
 
+def test_allocator_without_the_gil(pl_api):
+    """Regression: the allocator ran PyErr_Fetch, which crashes without a
+    thread state; the exchange API lets a consumer call it with no GIL held
+    (a CFUNCTYPE call through ctypes releases it)."""
+    errors = []
+
+    @SET_ERROR
+    def set_error(ctx, kind, msg):
+        errors.append((kind.decode(), msg.decode()))
+
+    no_gil = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(P.DLTensor), PP_MANAGED, ctypes.c_void_p,
+                              SET_ERROR)(pl_api.table.managed_tensor_allocator)
+    shape = (ctypes.c_int64 * 2)(5, 7)
+    proto = P.DLTensor(data=None, device=P.DLDevice(1, 0), ndim=2, dtype=P.DLDataType(P.kDLFloat, 32, 1),
+                       shape=ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)))
+    out = ctypes.POINTER(P.DLManagedTensorVersioned)()
+    assert no_gil(ctypes.byref(proto), ctypes.byref(out), None, set_error) == 0
+    assert _shape(out.contents.dl_tensor) == (5, 7)
+    _delete(out)
+    assert not errors
+
 def test_current_work_stream(pl_api):
     out = ctypes.c_void_p(1234)
     assert pl_api.current_stream(1, 0, ctypes.byref(out)) == 0

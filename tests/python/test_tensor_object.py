@@ -240,6 +240,22 @@ def test_memoryview_and_asarray(np):
     m.release()
 
 
+def test_array_protocol_dtype_and_copy(np):
+    """Regression: __array__(dtype) passed copy to astype's `order` slot and
+    always raised TypeError."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = pl.from_dlpack(a)
+    view = t.__array__()
+    assert np.shares_memory(view, a)
+    for copy in (None, False, True):
+        d = t.__array__(np.float64, copy=copy)
+        assert d.dtype == np.float64 and np.array_equal(d, a) and not np.shares_memory(d, a)
+    c = t.__array__(copy=True)
+    assert c.dtype == a.dtype and np.array_equal(c, a) and not np.shares_memory(c, a)
+    same = t.__array__(np.float32, copy=True)
+    assert np.array_equal(same, a) and not np.shares_memory(same, a)
+    assert np.shares_memory(t.__array__(np.float32), a)  # no copy asked, none needed
+
 def test_buffer_readonly(np):
     a = np.arange(4.0)
     a.flags.writeable = False
