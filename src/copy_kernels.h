@@ -1,7 +1,8 @@
 /*
- * copy_kernels.h - the tile kernels behind pylayout_copy, shared by copy.c
- * (driver, portable kernels, run-time dispatch), copy_x86.c (SSE2 / AVX2
- * kernels) and threads.c (build info).  Not installed.
+ * copy_kernels.h - the kernels behind pylayout_copy, shared by copy.c
+ * (driver, portable kernels, run-time dispatch), copy_x86.c (SSE2, AVX2 and
+ * AVX-512 kernels), complex.c (which asks the chosen path for AVX2) and
+ * threads.c (build info).  Not installed.
  */
 #ifndef PYLAYOUT_COPY_KERNELS_H
 #define PYLAYOUT_COPY_KERNELS_H
@@ -27,8 +28,8 @@ typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
 
-/* One SIMD path: a name for pylayout_build_info and a tile kernel per element
- * size 1, 2, 4, 8, 16 (index log2(itemsize)). */
+/* One SIMD path: a name for pylayout_build_info, then its kernels; the
+ * per-size arrays are indexed by log2(itemsize) for sizes 1, 2, 4, 8, 16. */
 typedef struct _pylayout_copy_kernels {
     const char *name;
     /* The CPU has AVX2 (this path or a wider one): complex.c's interleaves use it. */

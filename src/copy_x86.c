@@ -1,8 +1,9 @@
 /*
- * copy_x86.c - x86-64 tile kernels for pylayout_copy: in-register transposes
- * with SSE2 (baseline x86-64, always available) and AVX2 (compiled with a
- * per-function target attribute, chosen at run time by copy.c; never a global
- * -mavx2 or -march=native).
+ * copy_x86.c - x86-64 kernels for pylayout_copy: in-register transposes,
+ * step-2 gathers and streaming stores, with SSE2 (baseline x86-64, always
+ * available), AVX2 and AVX-512 F+BW (compiled with per-function target
+ * attributes, chosen at run time by copy.c; never a global -mavx2 or
+ * -march=native).
  *
  * Every micro-kernel moves a VxV block: src rows are ssa bytes apart and
  * unit-stride along the block's columns; dst rows are dsb bytes apart.  The
