@@ -99,7 +99,10 @@ static bool row_major_strides(int32_t ndim, const int64_t *shape, int64_t *strid
     return ok;
 }
 
-pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *strides_out)
+/* The metadata checks every entry point shares: t, ndim, shape, and an
+ * element count int64 can hold (which bounds every product of sizes formed
+ * later).  Fills strides_out (row-major where strides is NULL) and numel. */
+static pylayout_status check_shape(const DLTensor *t, const char *what, int64_t *strides_out, int64_t *numel_ret)
 {
     if (!t)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "%s is NULL", what);
@@ -108,13 +111,6 @@ pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *st
                               what, (int)t->ndim, PYLAYOUT_MAX_NDIM);
     if (t->ndim > 0 && !t->shape)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "%s has ndim %d but a NULL shape", what, (int)t->ndim);
-    size_t itemsize = _pylayout_itemsize(t->dtype);
-    if (!itemsize)
-        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE,
-                              "%s has unsupported dtype (code %u, bits %u, lanes %u); pylayout handles "
-                              "bool, int, uint, float, bfloat, complex and float8 types of whole bytes "
-                              "with lanes == 1",
-                              what, (unsigned)t->dtype.code, (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes);
     int64_t numel = 1;
     for (int32_t d = 0; d < t->ndim; d++) {
         if (t->shape[d] < 0)
@@ -127,6 +123,23 @@ pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *st
         memcpy(strides_out, t->strides, (size_t)t->ndim * sizeof(int64_t));
     else
         (void)row_major_strides(t->ndim, t->shape, strides_out); /* overflows only if empty */
+    *numel_ret = numel;
+    return PYLAYOUT_OK;
+}
+
+pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *strides_out)
+{
+    int64_t numel;
+    pylayout_status st = check_shape(t, what, strides_out, &numel);
+    if (st != PYLAYOUT_OK)
+        return st;
+    size_t itemsize = _pylayout_itemsize(t->dtype);
+    if (!itemsize)
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE,
+                              "%s has unsupported dtype (code %u, bits %u, lanes %u); pylayout handles "
+                              "bool, int, uint, float, bfloat, complex and float8 types of whole bytes "
+                              "with lanes == 1",
+                              what, (unsigned)t->dtype.code, (unsigned)t->dtype.bits, (unsigned)t->dtype.lanes);
     if (numel == 0)
         return PYLAYOUT_OK;
     if (!t->data)
@@ -157,44 +170,22 @@ pylayout_status pylayout_validate(const DLTensor *t)
 
 /* Metadata checks only (no data pointer or extent), for the queries, which
  * must work on tensors whose memory pylayout never touches. */
-static pylayout_status check_meta(const DLTensor *t, int64_t *strides)
+static pylayout_status check_meta(const DLTensor *t, int64_t *strides, int64_t *numel_ret)
 {
-    if (!t)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "tensor is NULL");
-    if (t->ndim < 0 || t->ndim > PYLAYOUT_MAX_NDIM)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has ndim %d; pylayout supports 0 to %d dims",
-                              (int)t->ndim, PYLAYOUT_MAX_NDIM);
-    if (t->ndim > 0 && !t->shape)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has ndim %d but a NULL shape", (int)t->ndim);
-    int64_t numel = 1;
-    for (int32_t d = 0; d < t->ndim; d++) {
-        if (t->shape[d] < 0)
-            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has negative size %lld in dim %d",
-                                  (long long)t->shape[d], (int)d);
-        /* Bounds every product of sizes the queries form. */
-        if (__builtin_mul_overflow(numel, t->shape[d], &numel))
-            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has more elements than int64 can count");
-    }
-    if (t->strides)
-        memcpy(strides, t->strides, (size_t)t->ndim * sizeof(int64_t));
-    else
-        (void)row_major_strides(t->ndim, t->shape, strides);
-    _pylayout_clear_error();
-    return PYLAYOUT_OK;
+    pylayout_status st = check_shape(t, "tensor", strides, numel_ret);
+    if (st == PYLAYOUT_OK)
+        _pylayout_clear_error();
+    return st;
 }
 
 pylayout_status pylayout_numel(const DLTensor *t, int64_t *numel_ret)
 {
-    int64_t strides[PYLAYOUT_MAX_NDIM];
-    pylayout_status st = check_meta(t, strides);
+    int64_t strides[PYLAYOUT_MAX_NDIM], n = 0;
+    pylayout_status st = check_meta(t, strides, &n);
     if (st != PYLAYOUT_OK)
         return st;
     if (!numel_ret)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "numel_ret is NULL");
-    int64_t n = 1;
-    for (int32_t d = 0; d < t->ndim; d++)
-        if (__builtin_mul_overflow(n, t->shape[d], &n))
-            return _pylayout_fail(PYLAYOUT_ERR_INVALID_TENSOR, "tensor has more elements than int64 can count");
     *numel_ret = n;
     return PYLAYOUT_OK;
 }
@@ -217,22 +208,14 @@ static bool compact_in_order(const int64_t *shape, const int64_t *strides, const
     return true;
 }
 
-static bool has_zero_size(const DLTensor *t)
-{
-    for (int32_t d = 0; d < t->ndim; d++)
-        if (t->shape[d] == 0)
-            return true;
-    return false;
-}
-
 static const int channels_last_2d_order[4] = {1, 3, 2, 0};
 static const int channels_last_3d_order[5] = {1, 4, 3, 2, 0};
 
 pylayout_status pylayout_is_contiguous(const DLTensor *t, pylayout_format format, bool *result_ret)
 {
-    int64_t strides[PYLAYOUT_MAX_NDIM];
+    int64_t strides[PYLAYOUT_MAX_NDIM], numel;
     int order[PYLAYOUT_MAX_NDIM];
-    pylayout_status st = check_meta(t, strides);
+    pylayout_status st = check_meta(t, strides, &numel);
     if (st != PYLAYOUT_OK)
         return st;
     if (!result_ret)
@@ -241,7 +224,7 @@ pylayout_status pylayout_is_contiguous(const DLTensor *t, pylayout_format format
     switch (format) {
     case PYLAYOUT_FORMAT_CONTIGUOUS:
         /* c10: an empty tensor is contiguous whatever its strides. */
-        if (has_zero_size(t)) {
+        if (numel == 0) {
             *result_ret = true;
             return PYLAYOUT_OK;
         }
@@ -251,7 +234,7 @@ pylayout_status pylayout_is_contiguous(const DLTensor *t, pylayout_format format
         return PYLAYOUT_OK;
     case PYLAYOUT_FORMAT_FORTRAN:
         /* NumPy: every empty array is F-contiguous. */
-        if (has_zero_size(t)) {
+        if (numel == 0) {
             *result_ret = true;
             return PYLAYOUT_OK;
         }
@@ -296,8 +279,8 @@ static bool strides_like(const int64_t *shape, const int64_t *strides, const int
 
 pylayout_status pylayout_suggest_format(const DLTensor *t, pylayout_format *format_ret)
 {
-    int64_t strides[PYLAYOUT_MAX_NDIM];
-    pylayout_status st = check_meta(t, strides);
+    int64_t strides[PYLAYOUT_MAX_NDIM], numel;
+    pylayout_status st = check_meta(t, strides, &numel);
     if (st != PYLAYOUT_OK)
         return st;
     if (!format_ret)
@@ -312,9 +295,9 @@ pylayout_status pylayout_suggest_format(const DLTensor *t, pylayout_format *form
 
 pylayout_status pylayout_is_dense(const DLTensor *t, bool *result_ret)
 {
-    int64_t strides[PYLAYOUT_MAX_NDIM];
+    int64_t strides[PYLAYOUT_MAX_NDIM], numel;
     int perm[PYLAYOUT_MAX_NDIM];
-    pylayout_status st = check_meta(t, strides);
+    pylayout_status st = check_meta(t, strides, &numel);
     if (st != PYLAYOUT_OK)
         return st;
     if (!result_ret)
@@ -322,7 +305,7 @@ pylayout_status pylayout_is_dense(const DLTensor *t, bool *result_ret)
     /* c10's compute_non_overlapping_and_dense: dims of size < 2 sort last;
      * the others, by ascending stride, must be exactly compact.  An empty
      * tensor has no elements to overlap: dense, as torch reports. */
-    if (has_zero_size(t)) {
+    if (numel == 0) {
         *result_ret = true;
         return PYLAYOUT_OK;
     }
