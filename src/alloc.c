@@ -27,6 +27,7 @@
 #define _DEFAULT_SOURCE /* posix_memalign, madvise, MAP_ANONYMOUS */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -75,14 +76,17 @@ static void *pl_map(size_t len)
     return p;
 }
 static void pl_unmap(void *p, size_t len) { munmap(p, len); }
-/* The kernel may reclaim the pages from now on; a later write keeps them. */
-static void pl_lazy_free(void *p, size_t len)
+/* The kernel may reclaim the pages from now on; a later write keeps them.
+ * False where it cannot (no MADV_FREE, or a kernel before 4.5): the block
+ * would stay resident, so it is not kept. */
+static bool pl_lazy_free(void *p, size_t len)
 {
 #if defined(MADV_FREE)
-    (void)madvise(p, len, MADV_FREE);
+    return madvise(p, len, MADV_FREE) == 0;
 #else
     (void)p;
     (void)len;
+    return false;
 #endif
 }
 #else  /* elsewhere: malloc, and no cache by default (nothing lazily freed) */
@@ -96,10 +100,11 @@ static void pl_unmap(void *p, size_t len)
     (void)len;
     free(p);
 }
-static void pl_lazy_free(void *p, size_t len)
+static bool pl_lazy_free(void *p, size_t len) /* kept as is: only an explicit limit caches here */
 {
     (void)p;
     (void)len;
+    return true;
 }
 #endif
 
@@ -134,7 +139,7 @@ static void pl_cache_lock_acquire(void)
  * cannot be lazily freed. */
 static int64_t pl_cache_default(void)
 {
-#if defined(PL_ASAN) || !defined(PL_HAVE_MMAP)
+#if defined(PL_ASAN) || !defined(PL_HAVE_MMAP) || !defined(MADV_FREE)
     return 0;
 #else
     int64_t limit = (int64_t)1 << 30;
@@ -226,12 +231,11 @@ void _pylayout_aligned_free(void *p, size_t nbytes)
     const size_t len = pl_map_len(nbytes);
     pl_cache_lock_acquire();
     const size_t limit = pl_cache_limit_locked();
-    if (len > limit) {
+    if (len > limit || !pl_lazy_free(p, len)) {
         pthread_mutex_unlock(&pl_cache_lock);
         pl_unmap(p, len);
         return;
     }
-    pl_lazy_free(p, len);
     if (pl_cache_count == PL_CACHE_SLOTS) {
         pl_block oldest = pl_cache_take_locked(0);
         pl_unmap(oldest.p, oldest.len);

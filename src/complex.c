@@ -425,7 +425,7 @@ static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_
     interleave_fn fn = pick_interleave(pack, real_size, zp, n);
     int nthreads = 1;
     if (n >= PACK_PARALLEL_MIN)
-        pylayout_get_num_threads(&nthreads);
+        nthreads = _pylayout_copy_threads(); /* not the public getter: it would clear the last error */
     if (nthreads <= 1) {
         fn(zp, rp, ip, 0, n);
         return;

@@ -1,6 +1,5 @@
 /* dtype.c - which DLPack dtypes and devices pylayout understands. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
