@@ -26,8 +26,11 @@ run_section() { # name, command...
     local name=$1 start rc
     shift
     start=$(date +%s)
+    # In a subshell with errexit on: a failing step inside a section (a
+    # setup or build before its tests) fails the section, and the outer
+    # script still goes on to the next one.
     set +e
-    "$@"
+    (set -e; "$@")
     rc=$?
     set -e
     local took=$(( $(date +%s) - start ))
