@@ -290,8 +290,9 @@ def bench_complex(quick: bool, only: str | None) -> list[str]:
     src_np, dst_np = src_t.numpy(), dst_t.numpy()
     if not torch.equal(pl.pack_complex(re, im), torch.complex(re, im)):
         raise AssertionError("pack_complex differs from torch.complex")
-    # (n/2, 2) viewed through a transpose: no complex view exists, both must pack
-    x = torch.randn(2, n // 2).t()
+    # (n, 2) viewed through a transpose: no complex view exists, both must pack
+    # its 2n floats into n complex64, the same bytes as the cases above
+    x = torch.randn(2, n).t()
     if not torch.equal(pl.view_as_complex(x), torch.view_as_complex(x.contiguous())):
         raise AssertionError("view_as_complex differs from torch")
     lines = ["## Complex packing (GB/s of the complex output; x = pylayout's speed over the other's)", "",
@@ -304,7 +305,7 @@ def bench_complex(quick: bool, only: str | None) -> list[str]:
          lambda: torch.complex(re, im), lambda: re_a + 1j * im_a),
         (f"pack_complex into out= (preallocated)", lambda: pl.pack_complex(re, im, out=out),
          lambda: torch.complex(re, im, out=out), None),
-        (f"view_as_complex, not viewable ({n // 2}, 2) transposed", lambda: pl.view_as_complex(x),
+        (f"view_as_complex, not viewable ({n}, 2) transposed", lambda: pl.view_as_complex(x),
          lambda: torch.view_as_complex(x.contiguous()), None),
     ]
     for name, ours, theirs, npy in cases:
