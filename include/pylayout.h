@@ -81,7 +81,8 @@ typedef enum pylayout_status {
     PYLAYOUT_ERR_OVERLAP = 9,            /* destination overlaps itself or the source */
     PYLAYOUT_ERR_FORMAT_RANK = 10,       /* format needs another ndim (channels_last on 3-D) */
     PYLAYOUT_ERR_NOT_VIEWABLE = 11,      /* a zero-copy view is impossible for these strides */
-    PYLAYOUT_ERR_OUT_OF_BOUNDS = 12      /* a view reaches outside its base tensor */
+    PYLAYOUT_ERR_OUT_OF_BOUNDS = 12,     /* a view reaches outside its base tensor */
+    PYLAYOUT_ERR_DTYPE_MISMATCH = 13     /* operands' dtypes differ (or do not pair real with complex) */
 } pylayout_status;
 
 /* Memory formats.  Each names a dense layout for a logical shape. */
@@ -216,11 +217,15 @@ PYLAYOUT_API pylayout_status pylayout_tensor_view(pylayout_tensor *base, const D
 PYLAYOUT_API pylayout_status pylayout_tensor_dltensor(const pylayout_tensor *tensor,
                                                       const DLTensor **dltensor_ret);
 
-/* Stores the tensor's PYLAYOUT_FLAG_* bits in *flags_ret. */
+/* Stores the tensor's PYLAYOUT_FLAG_* bits in *flags_ret.  IS_COPIED
+ * describes the import that made this tensor (the producer copied for it);
+ * views and exports of the tensor never carry it.  Returns OK or
+ * INVALID_ARGUMENT. */
 PYLAYOUT_API pylayout_status pylayout_tensor_flags(const pylayout_tensor *tensor, uint64_t *flags_ret);
 
 /* Exports a new versioned DLPack tensor describing `tensor` (same data,
- * shape, strides, dtype, byte_offset, flags).  It holds a reference to
+ * shape, strides, dtype, byte_offset, READ_ONLY flag; never IS_COPIED:
+ * an export is zero-copy).  It holds a reference to
  * `tensor`; its deleter releases it.  Returns OK, INVALID_ARGUMENT, NO_MEMORY. */
 PYLAYOUT_API pylayout_status pylayout_tensor_to_versioned(pylayout_tensor *tensor,
                                                           DLManagedTensorVersioned **managed_ret);
@@ -239,11 +244,12 @@ PYLAYOUT_API pylayout_status pylayout_tensor_release(pylayout_tensor *tensor);
 /* ---------------------------------------------------------------- copies */
 
 /* Copies every element of `src` into `dst`, which must have the same shape
- * and element size (the dtype code is not checked: a layout copy moves bytes).
+ * and the same dtype: a layout copy never reinterprets values, so float32
+ * into int32 is DTYPE_MISMATCH, not a bit copy.
  * Any strides: src may broadcast (stride 0); dst must not overlap itself or
  * src.  Both must be CPU memory.  On any error nothing is written.
  * Returns OK, INVALID_ARGUMENT, INVALID_TENSOR, UNSUPPORTED_DTYPE,
- * UNSUPPORTED_DEVICE, SHAPE_MISMATCH, OVERLAP or NO_MEMORY. */
+ * UNSUPPORTED_DEVICE, SHAPE_MISMATCH, DTYPE_MISMATCH, OVERLAP or NO_MEMORY. */
 PYLAYOUT_API pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst);
 
 /* Allocates a tensor of src's shape and dtype, dense in `format`, and copies
@@ -334,7 +340,8 @@ PYLAYOUT_API pylayout_status pylayout_complex_parts(pylayout_tensor *z, pylayout
  * dtype matching out's complex dtype and may broadcast (stride 0); out must
  * not overlap itself or the inputs.  Parallel.  CPU memory only.  On error
  * nothing is written.  Returns OK, INVALID_ARGUMENT, INVALID_TENSOR,
- * UNSUPPORTED_DTYPE, UNSUPPORTED_DEVICE, SHAPE_MISMATCH, OVERLAP, NO_MEMORY. */
+ * UNSUPPORTED_DTYPE (out not complex), DTYPE_MISMATCH (re or im not the real
+ * dtype of out's), UNSUPPORTED_DEVICE, SHAPE_MISMATCH, OVERLAP, NO_MEMORY. */
 PYLAYOUT_API pylayout_status pylayout_pack_complex(const DLTensor *re, const DLTensor *im, DLTensor *out);
 
 /* The inverse: copies the real and imaginary parts of `z` into the planar

@@ -232,7 +232,7 @@ static pylayout_status check_planar(const DLTensor *z, const DLTensor *re, const
     for (int p = 0; p < 2; p++) {
         const char *name = p ? "im" : "re";
         if (parts[p]->dtype.code != kDLFloat || parts[p]->dtype.bits != rt.bits || parts[p]->dtype.lanes != 1)
-            return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE,
+            return _pylayout_fail(PYLAYOUT_ERR_DTYPE_MISMATCH,
                                   "%s must be float%u to pair with %s's complex%u", name, (unsigned)rt.bits,
                                   z_written ? "out" : "z", (unsigned)z->dtype.bits);
         if (parts[p]->ndim != z->ndim)

@@ -454,13 +454,13 @@ pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
             return _pylayout_fail(PYLAYOUT_ERR_SHAPE_MISMATCH,
                                   "dim %d: src has size %lld but dst has %lld: both must have the same shape",
                                   (int)k, (long long)src->shape[k], (long long)dst->shape[k]);
+    if (src->dtype.code != dst->dtype.code || src->dtype.bits != dst->dtype.bits ||
+        src->dtype.lanes != dst->dtype.lanes)
+        return _pylayout_fail(PYLAYOUT_ERR_DTYPE_MISMATCH,
+                              "src is %s but dst is %s: a layout copy never reinterprets values; convert the "
+                              "dtype first",
+                              _pylayout_dtype_name(src->dtype), _pylayout_dtype_name(dst->dtype));
     const size_t itemsize = _pylayout_itemsize(src->dtype);
-    const size_t ditemsize = _pylayout_itemsize(dst->dtype);
-    if (itemsize != ditemsize)
-        return _pylayout_fail(PYLAYOUT_ERR_SHAPE_MISMATCH,
-                              "src elements are %zu bytes but dst elements are %zu: a layout copy moves bytes, "
-                              "convert the dtype first",
-                              itemsize, ditemsize);
 
     const int32_t ndim = src->ndim;
     for (int32_t k = 0; k < ndim; k++)

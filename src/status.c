@@ -22,6 +22,7 @@ const char *pylayout_strerror(pylayout_status status)
     case PYLAYOUT_ERR_FORMAT_RANK: return "format does not fit the tensor's rank";
     case PYLAYOUT_ERR_NOT_VIEWABLE: return "no zero-copy view is possible";
     case PYLAYOUT_ERR_OUT_OF_BOUNDS: return "view reaches outside its base tensor";
+    case PYLAYOUT_ERR_DTYPE_MISMATCH: return "dtype mismatch";
     }
     return "unknown status";
 }

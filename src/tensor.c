@@ -172,7 +172,7 @@ pylayout_status pylayout_tensor_view(pylayout_tensor *base, const DLTensor *desc
     view.data = base->dl.data;
     view.device = base->dl.device;
     pylayout_tensor *t;
-    pylayout_status st = make_tensor(&view, base->flags, "view", &t);
+    pylayout_status st = make_tensor(&view, base->flags & PYLAYOUT_FLAG_READ_ONLY, "view", &t);
     if (st != PYLAYOUT_OK)
         return st;
     int64_t numel = 1;
@@ -201,9 +201,13 @@ pylayout_status pylayout_tensor_view(pylayout_tensor *base, const DLTensor *desc
                                   (long long)vstart, (long long)vend, (long long)bstart, (long long)bend);
         }
     }
-    pylayout_tensor_retain(base);
+    /* Hold the root owner, not `base`: a view of a view of ... is then one
+     * link from its memory however it was made, so a loop of views neither
+     * grows nor recurses when the last one is released. */
+    pylayout_tensor *root = base->owner_kind == OWNER_BASE ? base->owner.base : base;
+    pylayout_tensor_retain(root);
     t->owner_kind = OWNER_BASE;
-    t->owner.base = base;
+    t->owner.base = root;
     *tensor_ret = t;
     return PYLAYOUT_OK;
 }
@@ -252,7 +256,7 @@ pylayout_status pylayout_tensor_release(pylayout_tensor *tensor)
     case OWNER_ALLOCATED:
         _pylayout_aligned_free(tensor->owner.allocation, tensor->allocation_bytes);
         break;
-    case OWNER_BASE:
+    case OWNER_BASE: /* a root, never itself a view: no recursion */
         pylayout_tensor_release(tensor->owner.base);
         break;
     }
@@ -285,7 +289,7 @@ pylayout_status pylayout_tensor_to_versioned(pylayout_tensor *tensor, DLManagedT
     m->version.minor = DLPACK_MINOR_VERSION;
     m->manager_ctx = tensor;
     m->deleter = versioned_export_deleter;
-    m->flags = tensor->flags;
+    m->flags = tensor->flags & PYLAYOUT_FLAG_READ_ONLY; /* IS_COPIED describes an import, not this export */
     m->dl_tensor = tensor->dl;
     pylayout_tensor_retain(tensor);
     *managed_ret = m;

@@ -531,12 +531,14 @@ START_TEST(test_error_itemsize_mismatch)
     tens s, d;
     tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
     tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 8, 0, SENTINEL, &seed);
-    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_SHAPE_MISMATCH, &d);
-    /* same size, other code: allowed (a layout copy moves bytes) */
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_DTYPE_MISMATCH, &d); /* other size: other dtype */
+    /* same size, other dtype: refused, never a silent bit reinterpretation */
     tens_free(&d);
     tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, 0, SENTINEL, &seed);
     d.t.dtype.code = kDLInt;
-    ck_assert_int_eq(pylayout_copy(&s.t, &d.t), PYLAYOUT_OK);
+    expect_error(pylayout_copy(&s.t, &d.t), PYLAYOUT_ERR_DTYPE_MISMATCH, &d);
+    ck_assert_ptr_nonnull(strstr(pylayout_last_error(), "float32"));
+    ck_assert_ptr_nonnull(strstr(pylayout_last_error(), "int32"));
     tens_free(&s);
     tens_free(&d);
 }

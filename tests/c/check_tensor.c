@@ -451,7 +451,7 @@ START_TEST(test_roundtrip)
     DLManagedTensorVersioned *m = NULL;
     ck_assert_int_eq(pylayout_tensor_to_versioned(t, &m), PYLAYOUT_OK);
     assert_same_tensor(&dl, &m->dl_tensor, c->name);
-    ck_assert_uint_eq(m->flags, c->flags);
+    ck_assert_uint_eq(m->flags, c->flags & PYLAYOUT_FLAG_READ_ONLY); /* IS_COPIED is per import */
     ck_assert_uint_eq(m->version.major, 1);
     ck_assert_uint_eq(m->version.minor, DLPACK_MINOR_VERSION);
 
@@ -546,11 +546,16 @@ START_TEST(test_flags)
     f->mv.flags = PYLAYOUT_FLAG_READ_ONLY | PYLAYOUT_FLAG_IS_COPIED | (UINT64_C(1) << 2) | (UINT64_C(1) << 40);
     ck_assert_int_eq(pylayout_tensor_from_versioned(&f->mv, &t), PYLAYOUT_OK);
     ck_assert_uint_eq(flags_of(t), PYLAYOUT_FLAG_READ_ONLY | PYLAYOUT_FLAG_IS_COPIED);
-    /* A view inherits the flags. */
+    /* A view inherits READ_ONLY; IS_COPIED described the import, not the
+     * view, and no export carries it either (a zero-copy export is no copy). */
     int64_t s[1] = {4}, st[1] = {1};
     DLTensor d = {.ndim = 1, .dtype = f32, .shape = s, .strides = st};
     ck_assert_int_eq(pylayout_tensor_view(t, &d, &v), PYLAYOUT_OK);
-    ck_assert_uint_eq(flags_of(v), PYLAYOUT_FLAG_READ_ONLY | PYLAYOUT_FLAG_IS_COPIED);
+    ck_assert_uint_eq(flags_of(v), PYLAYOUT_FLAG_READ_ONLY);
+    DLManagedTensorVersioned *e = NULL;
+    ck_assert_int_eq(pylayout_tensor_to_versioned(t, &e), PYLAYOUT_OK);
+    ck_assert_uint_eq(e->flags, PYLAYOUT_FLAG_READ_ONLY);
+    e->deleter(e);
     /* Read-only: no legacy export, from the tensor or its view. */
     ck_assert_int_eq(pylayout_tensor_to_legacy(t, &l), PYLAYOUT_ERR_READ_ONLY);
     ck_assert_int_eq(pylayout_tensor_to_legacy(v, &l), PYLAYOUT_ERR_READ_ONLY);
@@ -575,6 +580,31 @@ START_TEST(test_flags)
     ck_assert_int_eq(pylayout_tensor_to_legacy(t, &l), PYLAYOUT_OK);
     l->deleter(l);
     pylayout_tensor_release(t);
+    fake_free(f);
+}
+END_TEST
+
+/* A view of a view holds the memory's owner, not its parent: 300,000
+ * chained views stay one link deep, so releasing the last one cannot
+ * recurse, and dropping the intermediate ones frees them at once. */
+START_TEST(test_view_chain_holds_root)
+{
+    fake *f = fake_simple();
+    pylayout_tensor *t = NULL, *v = NULL;
+    ck_assert_int_eq(pylayout_tensor_from_versioned(&f->mv, &t), PYLAYOUT_OK);
+    int64_t s[1] = {4}, st[1] = {1};
+    DLTensor d = {.ndim = 1, .dtype = f32, .shape = s, .strides = st};
+    pylayout_tensor *cur = t;
+    pylayout_tensor_retain(cur);
+    for (int i = 0; i < 300000; i++) {
+        ck_assert_int_eq(pylayout_tensor_view(cur, &d, &v), PYLAYOUT_OK);
+        pylayout_tensor_release(cur); /* freed at once unless it is the root */
+        cur = v;
+    }
+    pylayout_tensor_release(t);
+    ck_assert_int_eq(deletes(f), 0); /* the last view keeps the owner alive */
+    pylayout_tensor_release(cur);
+    ck_assert_int_eq(deletes(f), 1);
     fake_free(f);
 }
 END_TEST
@@ -1035,7 +1065,7 @@ END_TEST
 
 START_TEST(test_strerror)
 {
-    enum { LAST = PYLAYOUT_ERR_OUT_OF_BOUNDS }; /* the highest status in pylayout.h */
+    enum { LAST = PYLAYOUT_ERR_DTYPE_MISMATCH }; /* the highest status in pylayout.h */
     const char *seen[LAST + 1];
     for (int s = PYLAYOUT_OK; s <= LAST; s++) {
         const char *msg = pylayout_strerror((pylayout_status)s);
@@ -1405,6 +1435,7 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, test_null_strides_become_explicit);
     tcase_add_test(tc, test_byte_offset_honoured);
     tcase_add_test(tc, test_flags);
+    tcase_add_test(tc, test_view_chain_holds_root);
     tcase_add_test(tc, test_non_cpu_device);
     suite_add_tcase(s, tc);
 

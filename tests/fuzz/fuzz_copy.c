@@ -575,7 +575,10 @@ static void op_copy(reader *r)
           dst.cls);
     CHECK(host_device(src.t.device) && host_device(dst.t.device), "copy accepted a non-host device");
     CHECK(same_shape(&src, &dst), "copy accepted different shapes");
-    CHECK(src.itemsize == dst.itemsize, "copy accepted element sizes %zu and %zu", src.itemsize, dst.itemsize);
+    CHECK(src.t.dtype.code == dst.t.dtype.code && src.t.dtype.bits == dst.t.dtype.bits &&
+              src.t.dtype.lanes == dst.t.dtype.lanes,
+          "copy accepted dtypes (%u,%u) and (%u,%u)", (unsigned)src.t.dtype.code, (unsigned)src.t.dtype.bits,
+          (unsigned)dst.t.dtype.code, (unsigned)dst.t.dtype.bits);
     if (dst.numel > 0) {
         ftensor *ws[1] = {&dst}, *rs[1] = {&src};
         part_t part = {0, 0, 0, 0, dst.itemsize};
