@@ -67,32 +67,112 @@ __all__ = [
 FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
 
 
+def _needs_torch_ops(torch, x) -> bool:
+    """True for a torch tensor whose values must stay visible to autograd:
+    it requires grad, carries a forward-mode tangent (a dual tensor, or a
+    torch.func transform's wrapper), or torch.compile is tracing."""
+    if x.requires_grad or torch.compiler.is_compiling():
+        return True
+    if torch._C._functorch.is_functorch_wrapped_tensor(x):
+        return True
+    fwad = _sys.modules.get("torch.autograd.forward_ad")
+    return fwad is not None and fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None
+
+
 def _autograd(*xs):
     """pylayout.torch when any of `xs` is a torch tensor that needs autograd
-    (or torch.compile is tracing), else None: those go through custom ops
-    and torch view ops that keep the graph."""
+    (see _needs_torch_ops), else None: those go through custom ops with
+    backward and forward-mode rules, and torch view ops, that keep the graph."""
     torch = _sys.modules.get("torch")
     if torch is None:
         return None
     for x in xs:
-        if isinstance(x, torch.Tensor) and (x.requires_grad or torch.compiler.is_compiling()):
+        if isinstance(x, torch.Tensor) and _needs_torch_ops(torch, x):
             from . import torch as pltorch
 
             return pltorch
     return None
 
 
-def _like(x, result):
-    """Return `result` (a pylayout.Tensor) as the same kind of object as `x`."""
+def _torch_views(x):
+    """pylayout.torch for any torch tensor, else None.  A result that aliases
+    a torch tensor's memory must be a torch view of it (made by torch's view
+    ops on x, sharing its storage and version counter), never a tensor
+    rebuilt over x's data pointer, which dangles once x.set_() or x.resize_()
+    drops that memory."""
+    torch = _sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return None
+    if not _needs_torch_ops(torch, x):  # pylayout.torch resolves these bits, copying: no view then
+        if x.is_conj():
+            raise BufferError("the tensor has torch's conjugate bit set, so its memory holds the unconjugated "
+                              "values and no view shows the right ones; call x.resolve_conj() first")
+        if x.is_neg():
+            raise BufferError("the tensor has torch's negative bit set, so its memory holds the un-negated "
+                              "values and no view shows the right ones; call x.resolve_neg() first")
+    from . import torch as pltorch
+
+    return pltorch
+
+
+def _refuse_tangents(what, *xs):
+    """A write into memory cannot carry a forward-mode tangent or a graph."""
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        return
+    for x in xs:
+        if isinstance(x, torch.Tensor) and not x.requires_grad and _needs_torch_ops(torch, x) \
+                and not torch.compiler.is_compiling():
+            raise TypeError(f"{what} writes memory directly, so it cannot carry a forward-mode tangent "
+                            "(a torch.func transform or a dual tensor); use torch's own dst.copy_(src) there")
+
+
+class _ViewOwner:
+    """Keeps a NumPy view's memory alive through the array that owns it, so
+    a view of a view of ... is one link from its memory (rule 2's NumPy twin:
+    a loop of views neither grows nor recurses when freed)."""
+
+    __slots__ = ("owner", "__array_interface__")
+
+    def __init__(self, owner, interface):
+        self.owner = owner
+        self.__array_interface__ = interface
+
+
+def _numpy_view(np, x, t):
+    """An ndarray over the memory of the pylayout.Tensor view `t` of array
+    `x`, holding x's memory owner rather than `t` (whose DLPack import holds
+    x itself, and so every earlier view in a chain)."""
+    base = x.base
+    if isinstance(base, _ViewOwner):
+        owner = base.owner
+    elif isinstance(base, np.ndarray) or base is not None:
+        owner = base
+    else:
+        owner = x
+    interface = {
+        "shape": t.shape,
+        "typestr": np.dtype(t.dtype).str,
+        "data": (t.data_ptr + t.byte_offset, t.readonly),
+        "strides": tuple(s * t.itemsize for s in t.strides),
+        "version": 3,
+    }
+    return np.asarray(_ViewOwner(owner, interface))
+
+
+def _like(x, result, view=False):
+    """Return `result` (a pylayout.Tensor) as the same kind of object as `x`.
+    `view`: result aliases x's memory (only ever for non-torch x)."""
     if result is x or type(result) is not Tensor or type(x) is Tensor:
         return result
     np = _sys.modules.get("numpy")
     if np is not None and isinstance(x, np.ndarray):
         if result.dtype == "complex32":  # NumPy has no complex32: keep pylayout's view
             return result
-        return np.from_dlpack(result)
+        return _numpy_view(np, x, result) if view else np.from_dlpack(result)
     torch = _sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
+        assert not view, "torch views are made by pylayout.torch"
         return torch.from_dlpack(result)
     return result
 
@@ -150,6 +230,7 @@ def copy_into(dst, src):
     >>> float(out.sum())
     6.0
     """
+    _refuse_tangents("copy_into", dst, src)
     return _core.copy_into(dst, src)
 
 
@@ -179,10 +260,12 @@ def view_as_complex(x, *, copy=None):
     ...
     ValueError: dim 1 (real, imag) has stride -1; ...
     """
-    route = _autograd(x)
+    route = _torch_views(x)
     if route:
         return route.view_as_complex(x, copy=copy)
-    return _like(x, _core.view_as_complex(x, copy=copy))
+    t = x if type(x) is Tensor else _core.from_dlpack(x)
+    z = _core.view_as_complex(t, copy=copy)
+    return _like(x, z, view=z.data_ptr == t.data_ptr)  # a view keeps t's data pointer; a packed copy has its own
 
 
 def view_as_real(z):
@@ -193,10 +276,10 @@ def view_as_real(z):
     >>> r.tolist()
     [[1.0, 2.0], [3.0, -4.0]]
     """
-    route = _autograd(z)
+    route = _torch_views(z)
     if route:
         return route.view_as_real(z)
-    return _like(z, _core.view_as_real(z))
+    return _like(z, _core.view_as_real(z), view=True)
 
 
 def pack_complex(re, im, *, out=None):
@@ -210,6 +293,8 @@ def pack_complex(re, im, *, out=None):
     >>> pl.pack_complex(np.array([1.0, 2.0]), np.array([3.0, 4.0])).tolist()
     [(1+3j), (2+4j)]
     """
+    if out is not None:
+        _refuse_tangents("pack_complex(out=)", re, im, out)
     route = _autograd(re, im) if out is None else None
     if route:
         return route.pack_complex(re, im)
@@ -228,11 +313,11 @@ def unpack_complex(z, *, copy=True):
     >>> re.tolist(), im.tolist()
     ([1.0, 3.0], [2.0, -4.0])
     """
-    route = _autograd(z)
+    route = _autograd(z) if copy else _torch_views(z)
     if route:
         return route.unpack_complex(z, copy=copy)
     re, im = _core.unpack_complex(z, copy=copy)
-    return _like(z, re), _like(z, im)
+    return _like(z, re, view=not copy), _like(z, im, view=not copy)
 
 
 def canonicalize(x):
@@ -248,10 +333,10 @@ def canonicalize(x):
     >>> x.strides, pl.canonicalize(x).strides
     ((8, 4, 4), (8, 8, 4))
     """
-    route = _autograd(x)
+    route = _torch_views(x)
     if route:
         return route.canonicalize(x)
-    return _like(x, _core.canonicalize(x))
+    return _like(x, _core.canonicalize(x), view=True)
 
 
 def info() -> dict:

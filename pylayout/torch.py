@@ -122,13 +122,19 @@ def _plain(x: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------- copies
 
 
+def _not_aliasing(x: torch.Tensor, plain: torch.Tensor, out: torch.Tensor, strides) -> torch.Tensor:
+    """`out`, or a fresh copy when the core returned its input itself (x was
+    already in layout): a custom op's output must not alias its input."""
+    if out is plain:
+        out = torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device)
+        out.copy_(plain)
+    return out
+
+
 @custom_op("pylayout::to_order", mutates_args=())
 def _to_order_op(x: torch.Tensor, order: list[int]) -> torch.Tensor:
-    out = _core.to_order(_plain(x), order)
-    if out is x or (isinstance(out, torch.Tensor) and out.data_ptr() == x.data_ptr() and x.numel()):
-        out = torch.empty_strided(x.shape, _order_strides(x.shape, order), dtype=x.dtype, device=x.device)
-        out.copy_(x)  # a custom op's output must not alias its input
-    return out
+    plain = _plain(x)
+    return _not_aliasing(x, plain, _core.to_order(plain, order), _order_strides(x.shape, order))
 
 
 @_to_order_op.register_fake
@@ -145,11 +151,8 @@ _to_order_op.register_autograd(_identity_backward)
 
 @custom_op("pylayout::to_format", mutates_args=())
 def _to_format_op(x: torch.Tensor, fmt: str) -> torch.Tensor:
-    out = _core.contiguous(_plain(x), fmt)
-    if out is x or (out.data_ptr() == x.data_ptr() and x.numel()):
-        out = torch.empty_strided(x.shape, _format_strides(x.shape, fmt), dtype=x.dtype, device=x.device)
-        out.copy_(x)
-    return out
+    plain = _plain(x)
+    return _not_aliasing(x, plain, _core.contiguous(plain, fmt), _format_strides(x.shape, fmt))
 
 
 @_to_format_op.register_fake
@@ -160,6 +163,37 @@ def _(x, fmt):
 _to_format_op.register_autograd(_identity_backward)
 
 
+class _Conversion(torch.autograd.Function):
+    """A layout conversion (the custom ops above) for both modes of autograd:
+    the values do not change, so backward passes the gradient through and
+    forward mode (torch.func.jvp, dual tensors) converts the tangent the
+    same way."""
+
+    @staticmethod
+    def forward(x, kind, arg):
+        return _to_format_op(x, arg) if kind == "format" else _to_order_op(x, arg)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.kind, ctx.arg = inputs[1], inputs[2]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None, None
+
+    @staticmethod
+    def jvp(ctx, x_t, kind_t, arg_t):
+        return _Conversion.forward(x_t, ctx.kind, ctx.arg)
+
+
+def _convert(x: torch.Tensor, kind: str, arg) -> torch.Tensor:
+    # Dynamo cannot trace an autograd.Function with a jvp: compiled code
+    # calls the custom op, whose registered autograd covers backward.
+    if torch.compiler.is_compiling():
+        return _Conversion.forward(x, kind, arg)
+    return _Conversion.apply(x, kind, arg)
+
+
 def contiguous(x: torch.Tensor, format="contiguous") -> torch.Tensor:
     """`x` dense in `format` ("contiguous", "channels_last", "channels_last_3d",
     "fortran" or a torch.memory_format), differentiably; `x` itself when it
@@ -168,7 +202,7 @@ def contiguous(x: torch.Tensor, format="contiguous") -> torch.Tensor:
     if _is_in_format(x, fmt):
         _dims_order(x.dim(), fmt)  # still refuse channels_last on a 3-D tensor
         return x
-    return _to_format_op(x, fmt)
+    return _convert(x, "format", fmt)
 
 
 def to_order(x: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
@@ -178,7 +212,7 @@ def to_order(x: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
         raise ValueError(f"order must be a permutation of 0..{x.dim() - 1}, got {order}")
     if _has_layout(x, _order_strides(x.shape, order)):
         return x
-    return _to_order_op(x, order)
+    return _convert(x, "order", order)
 
 
 # --------------------------------------------------------------- complex
@@ -232,6 +266,50 @@ def _unpack_backward(ctx, grad_re, grad_im):
 _unpack_complex_op.register_autograd(_unpack_backward, setup_context=_unpack_setup)
 
 
+class _Pack(torch.autograd.Function):
+    """pack_complex for both modes of autograd: it is linear, so the tangent
+    of re + 1j*im is re_t + 1j*im_t."""
+
+    @staticmethod
+    def forward(re, im):
+        return _pack_complex_op(re, im)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.like = inputs[0]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _pack_backward(ctx, grad)
+
+    @staticmethod
+    def jvp(ctx, re_t, im_t):
+        zero = None
+        if re_t is None or im_t is None:
+            zero = torch.zeros(ctx.like.shape, dtype=ctx.like.dtype, device=ctx.like.device)
+        return _pack_complex_op(zero if re_t is None else re_t, zero if im_t is None else im_t)
+
+
+class _Unpack(torch.autograd.Function):
+    """unpack_complex (copies) for both modes of autograd."""
+
+    @staticmethod
+    def forward(z):
+        return _unpack_complex_op(z)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _unpack_setup(ctx, inputs, output)
+
+    @staticmethod
+    def backward(ctx, grad_re, grad_im):
+        return _unpack_backward(ctx, grad_re, grad_im)
+
+    @staticmethod
+    def jvp(ctx, z_t):
+        return _unpack_complex_op(z_t)
+
+
 def pack_complex(re: torch.Tensor, im: torch.Tensor) -> torch.Tensor:
     """re + 1j*im as a new contiguous complex tensor, differentiably."""
     if re.dtype not in _COMPLEX_OF or im.dtype != re.dtype:
@@ -239,7 +317,9 @@ def pack_complex(re: torch.Tensor, im: torch.Tensor) -> torch.Tensor:
                         f"got {re.dtype} and {im.dtype}")
     if re.shape != im.shape:
         raise ValueError(f"re and im must have the same shape, got {tuple(re.shape)} and {tuple(im.shape)}")
-    return _pack_complex_op(re, im)
+    if torch.compiler.is_compiling():  # see _convert
+        return _pack_complex_op(re, im)
+    return _Pack.apply(re, im)
 
 
 def unpack_complex(z: torch.Tensor, *, copy: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
@@ -249,7 +329,9 @@ def unpack_complex(z: torch.Tensor, *, copy: bool = True) -> tuple[torch.Tensor,
     if not copy:
         r = torch.view_as_real(z.resolve_conj())
         return r[..., 0], r[..., 1]
-    return _unpack_complex_op(z)
+    if torch.compiler.is_compiling():  # see _convert
+        return _unpack_complex_op(z)
+    return _Unpack.apply(z)
 
 
 def _complex_view_strides(x: torch.Tensor):
@@ -283,15 +365,19 @@ def view_as_complex(x: torch.Tensor, *, copy: bool | None = None) -> torch.Tenso
 
     copy=None packs a copy when no view exists, copy=False raises ValueError
     naming the dim, copy=True always copies (see pylayout.view_as_complex)."""
+    strides = _complex_view_strides(x)  # checks dtype and shape first, whatever `copy` says
     if copy:
-        return torch.view_as_complex(_to_format_op(x, "contiguous"))  # the op always copies
-    strides = _complex_view_strides(x)
+        return torch.view_as_complex(_convert(x, "format", "contiguous"))  # the op always copies
     if isinstance(strides, tuple):
         if copy is False:
             raise ValueError(f"no complex view exists: {strides[1]}; pass copy=None to pack a copy")
         # a fresh contiguous copy: contiguous(x) would return x itself when
         # only its (odd) storage offset forbids the view
-        return torch.view_as_complex(_to_format_op(x, "contiguous"))
+        return torch.view_as_complex(_convert(x, "format", "contiguous"))
+    if x.numel() == 0 and not torch.compiler.is_compiling() and x.storage_offset() % 2:
+        # No memory is covered, but torch wants an even offset: the same
+        # storage, one real element earlier.
+        return torch.view_as_complex(x.as_strided(x.shape, strides, x.storage_offset() - 1))
     if strides != list(x.stride()):
         x = x.as_strided(x.shape, strides)  # keeps x's storage offset
     return torch.view_as_complex(x)
@@ -299,6 +385,8 @@ def view_as_complex(x: torch.Tensor, *, copy: bool | None = None) -> torch.Tenso
 
 def view_as_real(z: torch.Tensor) -> torch.Tensor:
     """Real view of complex `z` with a trailing (real, imag) dim, differentiably."""
+    if z.dtype not in _REAL_OF:
+        raise TypeError(f"view_as_real needs a complex32, complex64 or complex128 tensor, got {z.dtype}")
     return torch.view_as_real(z.resolve_conj())
 
 

@@ -16,13 +16,55 @@
 
 /* ------------------------------------------------------------------ state */
 
+/* What producer_of() learnt about one producer type.  `type` is not a
+ * reference: the entry is used only when type(x) is that address and its
+ * version tag is still `tag`, which proves it is the same, unmodified type. */
+typedef struct {
+    PyTypeObject *type;
+    unsigned int tag; /* 0: not cacheable */
+    const DLPackExchangeAPI *api;
+    bool is_torch;
+} producer_entry;
+
+#define PRODUCER_SLOTS 64
+
 typedef struct {
     PyTypeObject *TensorType;
-    PyObject *exchange_cache; /* dict: type -> capsule of its exchange API, or None */
-    PyObject *str_dlpack;     /* "__dlpack__" */
-    PyObject *str_exchange;   /* "__dlpack_c_exchange_api__" */
-    PyObject *kw_max_version; /* {"max_version": (1, 0)} */
+    PyObject *str_dlpack;        /* "__dlpack__" */
+    PyObject *str_exchange;      /* "__dlpack_c_exchange_api__" */
+    PyObject *kw_max_version;    /* {"max_version": (1, 0)} */
+    PyObject *increment_version; /* torch.autograd.graph.increment_version, once needed */
+    producer_entry producers[PRODUCER_SLOTS];
 } core_state;
+
+/* The current exception as one object (PEP 3134 style), on every Python. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define PyErr_GetRaisedException_compat PyErr_GetRaisedException
+#define PyErr_SetRaisedException_compat PyErr_SetRaisedException
+#else
+static PyObject *PyErr_GetRaisedException_compat(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (!type)
+        return NULL;
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+}
+
+static void PyErr_SetRaisedException_compat(PyObject *exc)
+{
+    if (!exc) {
+        PyErr_Clear();
+        return;
+    }
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+}
+#endif
 
 static inline core_state *get_state(PyObject *module)
 {
@@ -44,6 +86,21 @@ static const char EXCHANGE_NAME[] = "dlpack_exchange_api";
 
 /* ------------------------------------------------------- errors and names */
 
+static PyObject *raise_status(pylayout_status st);
+
+/* For an operation whose operand has the wrong dtype (a complex operation
+ * given an integer tensor): TypeError, as NumPy and torch raise.  Import
+ * problems stay BufferErrors (raise_status). */
+static PyObject *raise_operand_status(pylayout_status st)
+{
+    if (st == PYLAYOUT_ERR_UNSUPPORTED_DTYPE) {
+        const char *detail = pylayout_last_error();
+        PyErr_SetString(PyExc_TypeError, detail[0] ? detail : pylayout_strerror(st));
+        return NULL;
+    }
+    return raise_status(st);
+}
+
 /* Raises the exception users expect for a pylayout status and returns NULL. */
 static PyObject *raise_status(pylayout_status st)
 {
@@ -57,6 +114,9 @@ static PyObject *raise_status(pylayout_status st)
     case PYLAYOUT_ERR_UNSUPPORTED_DEVICE:
     case PYLAYOUT_ERR_UNSUPPORTED_VERSION:
         type = PyExc_BufferError;
+        break;
+    case PYLAYOUT_ERR_DTYPE_MISMATCH:
+        type = PyExc_TypeError;
         break;
     default:
         type = PyExc_ValueError;
@@ -148,10 +208,10 @@ static void release(pylayout_tensor *t)
 {
     if (!t)
         return;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exc = PyErr_GetRaisedException_compat();
     pylayout_tensor_release(t);
-    PyErr_Restore(type, value, tb);
+    if (exc)
+        PyErr_SetRaisedException_compat(exc);
 }
 
 static PyObject *wrap_tensor(core_state *state, pylayout_tensor *t)
@@ -236,7 +296,16 @@ static PyObject *Tensor_get_nbytes(PyObject *op, void *c)
 {
     (void)c;
     const DLTensor *dl = ((TensorObject *)op)->dl;
-    return PyLong_FromLongLong(numel_of(dl) * (int64_t)_pylayout_itemsize(dl->dtype));
+    /* numel fits int64 (checked at import); times itemsize may not: a
+     * broadcast view can describe more than 2^63 bytes (rule 4). */
+    unsigned __int128 n = (unsigned __int128)(uint64_t)numel_of(dl) * _pylayout_itemsize(dl->dtype);
+    if (n <= UINT64_MAX)
+        return PyLong_FromUnsignedLongLong((unsigned long long)n);
+    PyObject *a = PyLong_FromLongLong(numel_of(dl)), *b = a ? PyLong_FromSize_t(_pylayout_itemsize(dl->dtype)) : NULL;
+    PyObject *r = b ? PyNumber_Multiply(a, b) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
 }
 
 static PyObject *Tensor_get_data_ptr(PyObject *op, void *c)
@@ -367,6 +436,20 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
         return -1;
     }
     Py_ssize_t itemsize = (Py_ssize_t)_pylayout_itemsize(dl->dtype);
+    int64_t n = numel_of(dl), len;
+    /* The buffer protocol counts in bytes: every byte stride and the length
+     * must fit Py_ssize_t, or the buffer cannot be described (rule 4). */
+    bool too_big = __builtin_mul_overflow(n, (int64_t)itemsize, &len);
+    for (int32_t d = 0; d < dl->ndim && !too_big; d++) {
+        int64_t bs;
+        too_big = __builtin_mul_overflow(dl->strides[d], (int64_t)itemsize, &bs);
+    }
+    if (too_big) {
+        PyErr_SetString(PyExc_BufferError,
+                        "the tensor is too big for the buffer protocol: its length or a stride in bytes does "
+                        "not fit a Py_ssize_t; use DLPack (__dlpack__), which counts in elements");
+        return -1;
+    }
     Py_ssize_t *dims = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(dl->ndim ? dl->ndim : 1));
     if (!dims) {
         PyErr_NoMemory();
@@ -376,10 +459,9 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
         dims[d] = (Py_ssize_t)dl->shape[d];
         dims[dl->ndim + d] = (Py_ssize_t)(dl->strides[d] * itemsize);
     }
-    int64_t n = numel_of(dl);
     view->buf = n ? (char *)dl->data + dl->byte_offset : (void *)zero_size_buffer;
     view->obj = Py_NewRef(op);
-    view->len = (Py_ssize_t)(n * itemsize);
+    view->len = (Py_ssize_t)len;
     view->readonly = (self->flags & PYLAYOUT_FLAG_READ_ONLY) != 0;
     view->itemsize = itemsize;
     view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : NULL;
@@ -409,24 +491,24 @@ static void versioned_capsule_destructor(PyObject *capsule)
     /* Runs only the deleter of a capsule nobody consumed. */
     if (!PyCapsule_IsValid(capsule, VERSIONED_NAME))
         return;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exc = PyErr_GetRaisedException_compat();
     DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, VERSIONED_NAME);
     if (m && m->deleter)
         m->deleter(m);
-    PyErr_Restore(type, value, tb);
+    if (exc)
+        PyErr_SetRaisedException_compat(exc);
 }
 
 static void legacy_capsule_destructor(PyObject *capsule)
 {
     if (!PyCapsule_IsValid(capsule, LEGACY_NAME))
         return;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
+    PyObject *exc = PyErr_GetRaisedException_compat();
     DLManagedTensor *m = PyCapsule_GetPointer(capsule, LEGACY_NAME);
     if (m && m->deleter)
         m->deleter(m);
-    PyErr_Restore(type, value, tb);
+    if (exc)
+        PyErr_SetRaisedException_compat(exc);
 }
 
 /* Consumes a DLPack capsule (renaming it "used_...") into a new Tensor.
@@ -472,6 +554,34 @@ static PyObject *tensor_from_capsule(core_state *state, PyObject *capsule)
     return wrap_tensor(state, t);
 }
 
+/* ============================================================ the boundary
+ *
+ * The rules every operation here obeys (docs/reliability.md, "The Python
+ * boundary", lists the test of each):
+ *
+ *  1. Operands first, then memory.  All of an operation's Python-level work
+ *     (argument parsing with every __index__, every operand's __dlpack__,
+ *     the torch guards, attribute reads on torch tensors) runs first, in
+ *     operand_take() and operand_guard().  Only then does operand_memory()
+ *     read the data pointers, a torch tensor's through torch's C exchange
+ *     API (dltensor_from_py_object_no_sync, which runs no Python), and from
+ *     then until the operation is done with the memory no Python code runs:
+ *     no Python objects are made, no reference that could run a finaliser is
+ *     dropped.  Holding torch's DLPack export does not keep its memory (the
+ *     export shares the TensorImpl; set_() and resize_() swap the storage
+ *     under it), so a torch pointer is always read late, never kept.
+ *     Another *thread* mutating an operand during a copy is a data race, as
+ *     it is for torch's own ops.
+ *  2. A result that aliases a torch tensor's memory is a torch view of it:
+ *     pylayout/__init__.py sends torch tensors to pylayout.torch's view
+ *     functions (as_strided, view_as_real, ...), and the view functions here
+ *     refuse torch tensors rather than rebuild memory they cannot keep alive.
+ *  3. A write into a torch tensor's memory bumps its version counter
+ *     (operand_written), so autograd's saved-tensor check sees it.
+ *  4. Every size computed from user numbers is checked for overflow (the
+ *     buffer export, nbytes; the core validates every DLTensor it is given).
+ */
+
 /* What pylayout knows about a producer type: its DLPack C exchange API (or
  * NULL) and whether it is a torch.Tensor type, whose exchange API exports
  * tensors that torch's own __dlpack__ refuses (see torch_guard). */
@@ -480,45 +590,78 @@ typedef struct {
     bool is_torch;
 } producer_info;
 
-/* Looks up type(x) once and caches the answer in module state: a tuple
- * (capsule or None, is_torch).  Returns -1 with an exception set on error. */
+static const DLPackExchangeAPI exchange_api; /* ours, defined below */
+
+static bool is_our_tensor(PyObject *obj)
+{
+    /* By the dealloc slot, not by module state: true in every interpreter
+     * and for every copy of the module, and it runs no Python. */
+    return Py_TYPE(obj)->tp_dealloc == Tensor_dealloc;
+}
+
+/* Gives tp a version tag if it can have one; 0 if not (then nothing about
+ * the type is cached).  The tag changes whenever the type or a base is
+ * modified (an attribute set or deleted, __bases__ assigned), and a new type
+ * never gets an old type's tag. */
+static unsigned int type_tag(PyTypeObject *tp, PyObject *name)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    (void)name;
+    if (!PyUnstable_Type_AssignVersionTag(tp))
+        return 0;
+#else
+    (void)_PyType_Lookup(tp, name); /* assigns the tag; no Python code runs */
+    if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+#endif
+    return tp->tp_version_tag;
+}
+
+/* Finds type(x)'s exchange API without running Python (the MRO's dicts,
+ * no descriptors) and caches the answer in a small direct-mapped table,
+ * keyed by the type's address and checked by its version tag.  The table
+ * holds no references, so producer classes die as they would without
+ * pylayout, and a class that gains or loses __dlpack_c_exchange_api__ (or
+ * anything else) is looked at afresh.  Returns -1 with an exception set. */
 static int producer_of(core_state *state, PyTypeObject *tp, producer_info *info)
 {
-    PyObject *entry = PyDict_GetItemWithError(state->exchange_cache, (PyObject *)tp);
-    if (!entry) {
-        if (PyErr_Occurred())
-            return -1;
-        PyObject *cap = Py_None;
-        bool is_torch = false, found = false;
-        /* Walk the MRO's dicts: no AttributeError to build and throw away. */
-        PyObject *mro = tp->tp_mro;
-        for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
-            PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-            if (!strcmp(base->tp_name, "torch._C.TensorBase"))
-                is_torch = true;
-            PyObject *v = (!found && base->tp_dict) ? PyDict_GetItemWithError(base->tp_dict, state->str_exchange)
-                                                    : NULL;
-            if (v) {
-                found = true;
-                if (PyCapsule_IsValid(v, EXCHANGE_NAME)) {
-                    const DLPackExchangeAPI *api = PyCapsule_GetPointer(v, EXCHANGE_NAME);
-                    if (api && api->header.version.major == DLPACK_MAJOR_VERSION)
-                        cap = v;
-                }
-            } else if (PyErr_Occurred()) {
-                return -1;
-            }
-        }
-        entry = Py_BuildValue("(OO)", cap, is_torch ? Py_True : Py_False);
-        if (!entry || PyDict_SetItem(state->exchange_cache, (PyObject *)tp, entry) < 0) {
-            Py_XDECREF(entry);
-            return -1;
-        }
-        Py_DECREF(entry); /* the dict holds it */
+    producer_entry *e = &state->producers[((uintptr_t)tp >> 4) % PRODUCER_SLOTS];
+    if (e->type == tp && e->tag != 0 && tp->tp_version_tag == e->tag
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+        && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)
+#endif
+    ) {
+        info->api = e->api;
+        info->is_torch = e->is_torch;
+        return 0;
     }
-    PyObject *cap = PyTuple_GET_ITEM(entry, 0);
-    info->api = cap == Py_None ? NULL : PyCapsule_GetPointer(cap, EXCHANGE_NAME);
-    info->is_torch = PyTuple_GET_ITEM(entry, 1) == Py_True;
+    const DLPackExchangeAPI *api = NULL;
+    bool is_torch = false, found = false;
+    PyObject *mro = tp->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!strcmp(base->tp_name, "torch._C.TensorBase"))
+            is_torch = true;
+        PyObject *v = (!found && base->tp_dict) ? PyDict_GetItemWithError(base->tp_dict, state->str_exchange) : NULL;
+        if (v) {
+            found = true;
+            if (PyCapsule_IsValid(v, EXCHANGE_NAME)) {
+                const DLPackExchangeAPI *a = PyCapsule_GetPointer(v, EXCHANGE_NAME);
+                if (a && a->header.version.major == DLPACK_MAJOR_VERSION)
+                    api = a;
+            }
+        } else if (PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    /* pylayout's own API reads pylayout.Tensor objects only: a class that
+     * copied the attribute gets its __dlpack__ called instead. */
+    if (api == &exchange_api && tp != state->TensorType)
+        api = NULL;
+    unsigned int tag = type_tag(tp, state->str_exchange);
+    *e = (producer_entry){tp, tag, api, is_torch};
+    info->api = api;
+    info->is_torch = is_torch;
     return 0;
 }
 
@@ -531,7 +674,8 @@ static const DLPackExchangeAPI *exchange_api_of(core_state *state, PyTypeObject 
 /* torch's C exchange API exports what torch.Tensor.__dlpack__ refuses:
  * tensors with the conjugate or negative bit set (whose memory holds the
  * un-negated values) and tensors that require grad (whose graph a DLPack
- * round trip would silently cut).  Refuse them the same way, with the fix. */
+ * round trip would silently cut).  Refuse them the same way, with the fix.
+ * Runs Python (a subclass may override any of these): phase 1 only. */
 static int torch_guard(PyObject *x)
 {
     static const struct {
@@ -573,8 +717,8 @@ static int torch_guard(PyObject *x)
 }
 
 /* A producer's exchange API failed: keep BufferError/TypeError/MemoryError,
- * turn anything else (torch raises RuntimeError for sparse tensors) into the
- * BufferError DLPack consumers expect, keeping the producer's message. */
+ * turn anything else into the BufferError DLPack consumers expect, keeping
+ * the producer's message. */
 static void *exchange_refused(PyObject *x)
 {
     if (!PyErr_Occurred())
@@ -595,8 +739,70 @@ static void *exchange_refused(PyObject *x)
     return NULL;
 }
 
-/* Calls x.__dlpack__(max_version=(1, 0), ...), retrying without keywords for
- * producers that predate them. */
+/* Why torch's exchange API refused `x`, in pylayout's words, when the reason
+ * is one pylayout knows (a tensor without strided memory); else NULL and no
+ * exception.  Runs Python: only on a failure path, once no memory is used. */
+static const char *torch_no_memory_reason(PyObject *x, PyObject **detail)
+{
+    *detail = NULL;
+    PyObject *layout = PyObject_GetAttrString(x, "layout");
+    PyObject *name = layout ? PyObject_Str(layout) : NULL;
+    Py_XDECREF(layout);
+    const char *s = name ? PyUnicode_AsUTF8(name) : NULL;
+    const char *why = NULL;
+    if (s && strcmp(s, "torch.strided") != 0) {
+        *detail = Py_NewRef(name);
+        why = "layout";
+    } else {
+        PyObject *nested = s ? PyObject_GetAttrString(x, "is_nested") : NULL;
+        if (nested && PyObject_IsTrue(nested) == 1) {
+            why = "nested";
+        } else {
+            PyObject *dev = s ? PyObject_GetAttrString(x, "device") : NULL;
+            PyObject *type = dev ? PyObject_GetAttrString(dev, "type") : NULL;
+            if (type && PyUnicode_Check(type) && PyUnicode_CompareWithASCIIString(type, "meta") == 0)
+                why = "meta";
+            Py_XDECREF(type);
+            Py_XDECREF(dev);
+        }
+        Py_XDECREF(nested);
+    }
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return why;
+}
+
+/* torch's exchange API refused x for a data operation: say why. */
+static int torch_refused(PyObject *x)
+{
+    PyObject *saved = PyErr_GetRaisedException_compat();
+    PyObject *detail;
+    const char *why = torch_no_memory_reason(x, &detail);
+    if (!why) {
+        PyErr_SetRaisedException_compat(saved);
+        exchange_refused(x);
+        return -1;
+    }
+    Py_XDECREF(saved);
+    if (!strcmp(why, "layout"))
+        PyErr_Format(PyExc_BufferError,
+                     "pylayout handles strided tensors; this one has layout %U: call x.to_dense() first", detail);
+    else if (!strcmp(why, "nested"))
+        PyErr_SetString(PyExc_BufferError,
+                        "pylayout handles strided tensors; this one is a nested tensor: call "
+                        "x.to_padded_tensor(0) first, or handle each of x.unbind()");
+    else
+        PyErr_SetString(PyExc_BufferError,
+                        "the tensor is on torch's meta device and has no memory: layout queries (is_contiguous, "
+                        "suggest_format, is_dense, explain) work on it, operations that read or write data "
+                        "do not");
+    Py_XDECREF(detail);
+    return -1;
+}
+
+/* Calls x.__dlpack__(max_version=(1, 0), copy=...), retrying for producers
+ * that predate the keywords: first with max_version alone (so a versioned
+ * capsule, and its read-only flag, still travels), then with none. */
 static PyObject *call_dlpack(core_state *state, PyObject *x, PyObject *copy)
 {
     PyObject *meth = PyObject_GetAttr(x, state->str_dlpack);
@@ -610,30 +816,33 @@ static PyObject *call_dlpack(core_state *state, PyObject *x, PyObject *copy)
                      Py_TYPE(x)->tp_name);
         return NULL;
     }
-    PyObject *kw = state->kw_max_version, *res;
+    PyObject *res = NULL, *kw = NULL, *empty = PyTuple_New(0);
+    if (!empty)
+        goto done;
     if (copy != Py_None) {
         kw = PyDict_Copy(state->kw_max_version);
-        if (!kw || PyDict_SetItemString(kw, "copy", copy) < 0) {
-            Py_XDECREF(kw);
-            Py_DECREF(meth);
-            return NULL;
-        }
-    } else {
-        Py_INCREF(kw);
+        if (!kw || PyDict_SetItemString(kw, "copy", copy) < 0)
+            goto done;
+        res = PyObject_Call(meth, empty, kw);
+        if (res || !PyErr_ExceptionMatches(PyExc_TypeError))
+            goto done;
+        PyErr_Clear(); /* no copy= keyword */
     }
-    PyObject *empty = PyTuple_New(0);
-    res = empty ? PyObject_Call(meth, empty, kw) : NULL;
+    res = PyObject_Call(meth, empty, state->kw_max_version);
     if (!res && PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear(); /* a legacy producer: no keywords */
         res = PyObject_CallNoArgs(meth);
     }
+done:
+    Py_XDECREF(kw);
     Py_XDECREF(empty);
-    Py_DECREF(kw);
     Py_DECREF(meth);
     return res;
 }
 
-/* Imports any DLPack producer into a new reference to a Tensor. */
+/* Imports any DLPack producer into a new reference to a Tensor that owns
+ * the producer's export (for from_dlpack, and for producers whose export
+ * does keep their memory: everything but torch). */
 static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
 {
     if (Py_IS_TYPE(x, state->TensorType))
@@ -648,7 +857,7 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
         if (info.is_torch && torch_guard(x) < 0)
             return NULL;
         if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
-            return exchange_refused(x);
+            return info.is_torch ? (torch_refused(x), NULL) : exchange_refused(x);
         pylayout_tensor *t;
         pylayout_status st = pylayout_tensor_from_versioned(m, &t);
         if (st != PYLAYOUT_OK) {
@@ -672,44 +881,164 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
     return res;
 }
 
-/* Runs torch_guard if x is a torch tensor: before pylayout reads or writes
- * its elements. */
-static int data_guard(core_state *state, PyObject *x)
+/* ------------------------------------------------------------- operands */
+
+/* One operand of an operation, taken in the order rule 1 asks for:
+ *   operand_take    phase 1, Python: imports the producer (its __dlpack__,
+ *                   or nothing yet for a torch tensor);
+ *   operand_guard   phase 1, Python: torch's guards, before data is read;
+ *   operand_memory  phase 2, no Python: reads the DLTensor to use now;
+ *   operand_written after the memory is done: rule 3;
+ *   operand_release last: may run producer deleters, hence Python. */
+typedef struct {
+    PyObject *obj;                 /* the caller's object (borrowed) */
+    PyObject *held;                /* a pylayout.Tensor that keeps the memory alive, or NULL */
+    const DLPackExchangeAPI *late; /* read the DLTensor through this in phase 2 */
+    bool is_torch;
+    bool meta_only;                /* a torch tensor described from its Python metadata */
+    uint64_t flags;
+    DLTensor scratch;
+    const DLTensor *dl;            /* valid from operand_memory until operand_release */
+    int64_t dims[2 * PYLAYOUT_MAX_NDIM];
+} operand;
+
+static int operand_take(core_state *state, PyObject *obj, operand *op)
 {
-    producer_info info;
-    if (Py_IS_TYPE(x, state->TensorType) || PyCapsule_CheckExact(x))
-        return 0;
-    if (producer_of(state, Py_TYPE(x), &info) < 0)
+    memset(op, 0, offsetof(operand, dims));
+    op->obj = obj;
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(obj, state->TensorType) && !PyCapsule_CheckExact(obj) &&
+        producer_of(state, Py_TYPE(obj), &info) < 0)
         return -1;
-    return info.is_torch ? torch_guard(x) : 0;
+    if (info.api && info.api->dltensor_from_py_object_no_sync) {
+        /* torch (and any exchange-API producer): read late, every time */
+        op->late = info.api;
+        op->is_torch = info.is_torch;
+        if (!info.is_torch) { /* others keep their memory with their export: hold it for flags and lifetime */
+            DLManagedTensorVersioned *m = NULL;
+            pylayout_tensor *t;
+            if (info.api->managed_tensor_from_py_object_no_sync(obj, &m) != 0) {
+                exchange_refused(obj);
+                return -1;
+            }
+            pylayout_status st = pylayout_tensor_from_versioned(m, &t);
+            if (st != PYLAYOUT_OK) {
+                if (m->deleter)
+                    m->deleter(m);
+                raise_status(st);
+                return -1;
+            }
+            if (!(op->held = wrap_tensor(state, t)))
+                return -1;
+            op->flags = ((TensorObject *)op->held)->flags;
+        }
+        return 0;
+    }
+    op->held = import_tensor(state, obj, Py_None);
+    if (!op->held)
+        return -1;
+    op->flags = ((TensorObject *)op->held)->flags;
+    return 0;
 }
 
-/* A DLTensor describing x, borrowed without taking ownership: for a
- * metadata query, or (for_data) for reading its elements during this call.
- * *keep (maybe NULL) must be released after use. */
-static const DLTensor *peek_dltensor(core_state *state, PyObject *x, bool for_data, DLTensor *scratch,
-                                     PyObject **keep)
+static int operand_guard(operand *op)
 {
-    *keep = NULL;
-    if (Py_IS_TYPE(x, state->TensorType))
-        return ((TensorObject *)x)->dl;
-    if (!PyCapsule_CheckExact(x)) {
-        producer_info info;
-        if (producer_of(state, Py_TYPE(x), &info) < 0)
-            return NULL;
-        if (info.api && info.api->dltensor_from_py_object_no_sync) {
-            if (for_data && info.is_torch && torch_guard(x) < 0)
-                return NULL;
-            if (info.api->dltensor_from_py_object_no_sync(x, scratch) != 0)
-                return exchange_refused(x);
-            return scratch;
-        }
+    return op->is_torch ? torch_guard(op->obj) : 0;
+}
+
+/* A torch tensor without exportable memory (meta) described from its sizes,
+ * strides and dtype, for metadata queries only.  Runs Python. */
+static int torch_metadata(operand *op)
+{
+    PyObject *detail;
+    const char *why = torch_no_memory_reason(op->obj, &detail);
+    if (why && strcmp(why, "meta") != 0) {
+        Py_XDECREF(detail);
+        return torch_refused(op->obj);
     }
-    PyObject *t = import_tensor(state, x, Py_None);
-    if (!t)
-        return NULL;
-    *keep = t;
-    return ((TensorObject *)t)->dl;
+    Py_XDECREF(detail);
+    PyObject *shape = PyObject_GetAttrString(op->obj, "shape");
+    PyObject *shape_t = shape ? PySequence_Tuple(shape) : NULL;
+    PyObject *strides = shape_t ? PyObject_CallMethod(op->obj, "stride", NULL) : NULL;
+    PyObject *strides_t = strides ? PySequence_Tuple(strides) : NULL;
+    PyObject *dtype = strides_t ? PyObject_GetAttrString(op->obj, "dtype") : NULL;
+    int rc = -1;
+    if (!dtype)
+        goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(shape_t);
+    if (n > PYLAYOUT_MAX_NDIM || PyTuple_GET_SIZE(strides_t) != n) {
+        PyErr_SetString(PyExc_BufferError, "the tensor's sizes and strides cannot be described");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        op->dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_t, i));
+        op->dims[PYLAYOUT_MAX_NDIM + i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides_t, i));
+        if (PyErr_Occurred())
+            goto done;
+    }
+    DLDataType dt;
+    if (parse_dtype(dtype, &dt) < 0)
+        goto done;
+    op->scratch = (DLTensor){
+        .data = NULL, .device = {kDLExtDev, 0}, .ndim = (int32_t)n, .dtype = dt,
+        .shape = op->dims, .strides = op->dims + PYLAYOUT_MAX_NDIM, .byte_offset = 0,
+    };
+    op->dl = &op->scratch;
+    op->meta_only = true;
+    rc = 0;
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(shape_t);
+    Py_XDECREF(strides);
+    Py_XDECREF(strides_t);
+    Py_XDECREF(dtype);
+    return rc;
+}
+
+/* Phase 2: the DLTensor to use from now on.  For a data operation
+ * (for_data) no Python code runs here on success. */
+static int operand_memory(operand *op, bool for_data)
+{
+    if (!op->late) {
+        op->dl = ((TensorObject *)op->held)->dl;
+        return 0;
+    }
+    if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
+        op->dl = &op->scratch;
+        return 0;
+    }
+    if (!op->is_torch) {
+        exchange_refused(op->obj);
+        return -1;
+    }
+    if (!for_data) { /* a metadata query: meta tensors answer from their sizes and strides */
+        PyErr_Clear();
+        return torch_metadata(op);
+    }
+    return torch_refused(op->obj);
+}
+
+/* After a write into op's memory: torch's autograd must see it (rule 3). */
+static int operand_written(core_state *state, operand *op)
+{
+    if (!op->is_torch)
+        return 0;
+    if (!state->increment_version) {
+        PyObject *graph = PyImport_ImportModule("torch.autograd.graph");
+        state->increment_version = graph ? PyObject_GetAttrString(graph, "increment_version") : NULL;
+        Py_XDECREF(graph);
+        if (!state->increment_version)
+            return -1;
+    }
+    PyObject *r = PyObject_CallOneArg(state->increment_version, op->obj);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+static void operand_release(operand *op)
+{
+    Py_CLEAR(op->held);
+    op->dl = NULL;
 }
 
 /* Parses device=: None, "cpu", a (type, id) pair, or anything with
@@ -1010,10 +1339,7 @@ static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, vo
 static int api_from_py(void *py_object, DLManagedTensorVersioned **out)
 {
     PyObject *obj = py_object;
-    core_state *state = find_state();
-    if (!state)
-        return -1;
-    if (!PyObject_TypeCheck(obj, state->TensorType)) {
+    if (!is_our_tensor(obj)) {
         PyErr_Format(PyExc_TypeError, "expected a pylayout.Tensor, got %.200s", Py_TYPE(obj)->tp_name);
         return -1;
     }
@@ -1025,8 +1351,11 @@ static int api_to_py(DLManagedTensorVersioned *m, void **out)
 {
     core_state *state = find_state();
     pylayout_tensor *t;
-    if (!state)
+    if (!state) { /* ownership was handed to us: the deleter runs on every failure */
+        if (m && m->deleter)
+            m->deleter(m);
         return -1;
+    }
     pylayout_status st = pylayout_tensor_from_versioned(m, &t);
     if (st != PYLAYOUT_OK) {
         if (m->deleter)
@@ -1040,7 +1369,12 @@ static int api_to_py(DLManagedTensorVersioned *m, void **out)
 
 static int api_dltensor_from_py(void *py_object, DLTensor *out)
 {
-    /* Only ever called with objects of our own type (the API's contract). */
+    /* The API's contract says only objects of our own type come here, but a
+     * class can copy the attribute: check, as api_from_py does. */
+    if (!is_our_tensor(py_object)) {
+        PyErr_Format(PyExc_TypeError, "expected a pylayout.Tensor, got %.200s", Py_TYPE((PyObject *)py_object)->tp_name);
+        return -1;
+    }
     *out = *((TensorObject *)py_object)->dl;
     return 0;
 }
@@ -1104,79 +1438,92 @@ static PyObject *mod_from_dlpack(PyObject *module, PyObject *args, PyObject *kwd
     return res;
 }
 
+/* The DLTensor of x for a metadata query, in op (release it after use). */
+static const DLTensor *query_operand(core_state *state, PyObject *x, operand *op)
+{
+    if (operand_take(state, x, op) < 0 || operand_memory(op, false) < 0)
+        return NULL;
+    return op->dl;
+}
+
 static PyObject *mod_is_contiguous(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"x", "format", NULL};
-    PyObject *x, *fmt_obj = NULL, *keep;
+    PyObject *x, *fmt_obj = NULL, *res = NULL;
     pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:is_contiguous", kwlist, &x, &fmt_obj))
         return NULL;
     if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
         return NULL;
-    DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(get_state(module), x, false, &scratch, &keep);
-    if (!dl)
-        return NULL;
+    operand op = {.held = NULL};
     bool result = false;
-    pylayout_status st = pylayout_is_contiguous(dl, fmt, &result);
-    Py_XDECREF(keep);
-    if (st != PYLAYOUT_OK)
-        return raise_status(st);
-    return PyBool_FromLong(result);
+    const DLTensor *dl = query_operand(get_state(module), x, &op);
+    if (dl) {
+        pylayout_status st = pylayout_is_contiguous(dl, fmt, &result);
+        res = st != PYLAYOUT_OK ? raise_status(st) : PyBool_FromLong(result);
+    }
+    operand_release(&op);
+    return res;
 }
 
 static PyObject *mod_suggest_format(PyObject *module, PyObject *x)
 {
-    PyObject *keep;
-    DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(get_state(module), x, false, &scratch, &keep);
-    if (!dl)
-        return NULL;
-    pylayout_format fmt;
-    pylayout_status st = pylayout_suggest_format(dl, &fmt);
-    Py_XDECREF(keep);
-    if (st != PYLAYOUT_OK)
-        return raise_status(st);
-    return PyUnicode_FromString(format_names[fmt]);
+    operand op = {.held = NULL};
+    PyObject *res = NULL;
+    const DLTensor *dl = query_operand(get_state(module), x, &op);
+    if (dl) {
+        pylayout_format fmt;
+        pylayout_status st = pylayout_suggest_format(dl, &fmt);
+        res = st != PYLAYOUT_OK ? raise_status(st) : PyUnicode_FromString(format_names[fmt]);
+    }
+    operand_release(&op);
+    return res;
 }
 
 static PyObject *mod_is_dense(PyObject *module, PyObject *x)
 {
-    PyObject *keep;
-    DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(get_state(module), x, false, &scratch, &keep);
-    if (!dl)
-        return NULL;
-    bool result = false;
-    pylayout_status st = pylayout_is_dense(dl, &result);
-    Py_XDECREF(keep);
-    if (st != PYLAYOUT_OK)
-        return raise_status(st);
-    return PyBool_FromLong(result);
+    operand op = {.held = NULL};
+    PyObject *res = NULL;
+    const DLTensor *dl = query_operand(get_state(module), x, &op);
+    if (dl) {
+        bool result = false;
+        pylayout_status st = pylayout_is_dense(dl, &result);
+        res = st != PYLAYOUT_OK ? raise_status(st) : PyBool_FromLong(result);
+    }
+    operand_release(&op);
+    return res;
 }
 
+/* Reads a sequence of ints.  A snapshot (a tuple) is taken first: an item's
+ * __index__ may run any Python code, including code that empties the
+ * sequence it came from. */
 static int parse_int64_seq(PyObject *seq, const char *what, int64_t *out, int32_t *n)
 {
-    PyObject *fast = PySequence_Fast(seq, what);
-    if (!fast)
+    PyObject *items = PySequence_Tuple(seq);
+    if (!items) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s, got %.200s", what, Py_TYPE(seq)->tp_name);
+        }
         return -1;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+    }
+    Py_ssize_t len = PyTuple_GET_SIZE(items);
+    int rc = -1;
     if (len > PYLAYOUT_MAX_NDIM) {
         PyErr_Format(PyExc_ValueError, "%s has %zd entries; pylayout supports at most %d dims", what, len,
                      PYLAYOUT_MAX_NDIM);
-        Py_DECREF(fast);
-        return -1;
+        goto done;
     }
     for (Py_ssize_t i = 0; i < len; i++) {
-        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
-        if (out[i] == -1 && PyErr_Occurred()) {
-            Py_DECREF(fast);
-            return -1;
-        }
+        out[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(items, i));
+        if (out[i] == -1 && PyErr_Occurred())
+            goto done;
     }
     *n = (int32_t)len;
-    Py_DECREF(fast);
-    return 0;
+    rc = 0;
+done:
+    Py_DECREF(items);
+    return rc;
 }
 
 static PyObject *mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
@@ -1220,9 +1567,10 @@ static PyObject *mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
     return wrap_tensor(get_state(module), t);
 }
 
-/* Wraps a freshly converted tensor as the kind of object `like` is: through
- * the exchange API of type(like) when it has one, else a pylayout.Tensor
- * (the Python shim turns that into an ndarray for NumPy input). */
+/* Wraps a freshly allocated tensor (never one aliasing an input: rule 2) as
+ * the kind of object `like` is: through the exchange API of type(like) when
+ * it has one, else a pylayout.Tensor (the Python shim turns that into an
+ * ndarray for NumPy input).  Steals t. */
 static PyObject *export_like(core_state *state, PyObject *like, pylayout_tensor *t)
 {
     const DLPackExchangeAPI *api = Py_IS_TYPE(like, state->TensorType) ? NULL : exchange_api_of(state, Py_TYPE(like));
@@ -1254,136 +1602,157 @@ static int check_host(const DLTensor *dl, const char *what)
     return -1;
 }
 
-/* The copying half of contiguous() and to_order(): a new tensor dense in
- * `order` (or in `fmt` when order is NULL), filled with the GIL released and
- * returned as the kind of object x is.  Releases `keep`. */
-static PyObject *convert_like(core_state *state, PyObject *x, const DLTensor *dl, PyObject *keep,
-                              pylayout_format fmt, const int32_t *order)
+/* The copying half of contiguous() and to_order(): x's metadata said a copy
+ * is needed.  Guards x, reads its memory afresh (rule 1), fills a new tensor
+ * dense in `order` (or `fmt` when order is NULL) with the GIL released, and
+ * returns it as the kind of object x is.  `n_order` is the length the order
+ * was checked against: the fresh read must still have that many dims. */
+static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt, const int32_t *order,
+                              int32_t n_order)
 {
     pylayout_tensor *out = NULL;
     pylayout_status st;
-    if (data_guard(state, x) < 0 || check_host(dl, "the input") < 0) {
-        Py_XDECREF(keep);
+    if (operand_guard(x) < 0 || operand_memory(x, true) < 0) /* phase 2 from here */
+        return NULL;
+    if (order && x->dl->ndim != n_order) {
+        PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n_order,
+                     (int)x->dl->ndim);
         return NULL;
     }
+    if (check_host(x->dl, "the input") < 0)
+        return NULL;
+    const DLTensor *dl = x->dl;
     Py_BEGIN_ALLOW_THREADS
     st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
     Py_END_ALLOW_THREADS
-    Py_XDECREF(keep);
     if (st != PYLAYOUT_OK)
         return raise_status(st);
-    return export_like(state, x, out);
+    return export_like(state, x->obj, out); /* memory done: Python may run again */
 }
 
 static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"x", "format", NULL};
-    PyObject *x, *fmt_obj = NULL, *keep;
+    PyObject *x_obj, *fmt_obj = NULL, *res = NULL;
     pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:contiguous", kwlist, &x, &fmt_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:contiguous", kwlist, &x_obj, &fmt_obj))
         return NULL;
     if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
         return NULL;
     core_state *state = get_state(module);
-    DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
-    if (!dl)
-        return NULL;
+    operand x = {.held = NULL};
+    if (!query_operand(state, x_obj, &x))
+        goto done;
     bool already = false; /* false for channels_last formats of the wrong rank */
-    pylayout_status st = pylayout_is_contiguous(dl, fmt, &already);
-    if (st != PYLAYOUT_OK || already) {
-        Py_XDECREF(keep);
-        return st != PYLAYOUT_OK ? raise_status(st) : Py_NewRef(x);
-    }
-    return convert_like(state, x, dl, keep, fmt, NULL);
+    pylayout_status st = pylayout_is_contiguous(x.dl, fmt, &already);
+    if (st != PYLAYOUT_OK)
+        raise_status(st);
+    else if (already)
+        res = Py_NewRef(x_obj);
+    else
+        res = convert_like(state, &x, fmt, NULL, 0);
+done:
+    operand_release(&x);
+    return res;
 }
 
 static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"x", "order", NULL};
-    PyObject *x, *order_obj, *keep;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:to_order", kwlist, &x, &order_obj))
+    PyObject *x_obj, *order_obj, *res = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:to_order", kwlist, &x_obj, &order_obj))
         return NULL;
     core_state *state = get_state(module);
-    int64_t order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    int64_t order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM], have[PYLAYOUT_MAX_NDIM];
     int32_t order[PYLAYOUT_MAX_NDIM], n;
     if (parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
         return NULL;
-    DLTensor scratch;
-    const DLTensor *dl = peek_dltensor(state, x, false, &scratch, &keep);
-    if (!dl)
-        return NULL;
-    pylayout_status st = PYLAYOUT_OK;
-    if (n != dl->ndim) {
-        PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n, (int)dl->ndim);
-        Py_XDECREF(keep); /* after the message: dl may live in keep */
-        return NULL;
+    operand x = {.held = NULL};
+    pylayout_status st;
+    if (!query_operand(state, x_obj, &x))
+        goto done;
+    if (n != x.dl->ndim) {
+        PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n, (int)x.dl->ndim);
+        goto done;
     }
     for (int32_t i = 0; i < n; i++)
         order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
-    if ((st = pylayout_order_strides(n, dl->shape, order, strides)) != PYLAYOUT_OK) {
-        Py_XDECREF(keep);
-        return raise_status(st);
+    if ((st = pylayout_order_strides(n, x.dl->shape, order, strides)) != PYLAYOUT_OK ||
+        (st = _pylayout_check(x.dl, "x", have)) != PYLAYOUT_OK) { /* explicit strides: an export may send NULL */
+        raise_status(st);
+        goto done;
     }
-    /* Already dense in that order (size-1 dims aside, as torch ignores them)?
-     * An exchange-API tensor may leave strides NULL (compact row-major). */
-    int64_t have[PYLAYOUT_MAX_NDIM];
-    if ((st = _pylayout_check(dl, "x", have)) != PYLAYOUT_OK) {
-        Py_XDECREF(keep);
-        return raise_status(st);
-    }
+    /* Already dense in that order (size-1 dims aside, as torch ignores them)? */
     bool already = true;
-    if (numel_of(dl) > 0)
+    if (numel_of(x.dl) > 0)
         for (int32_t d = 0; d < n; d++)
-            if (dl->shape[d] != 1 && have[d] != strides[d])
+            if (x.dl->shape[d] != 1 && have[d] != strides[d])
                 already = false;
-    if (already) {
-        Py_XDECREF(keep);
-        return Py_NewRef(x);
-    }
-    return convert_like(state, x, dl, keep, PYLAYOUT_FORMAT_CONTIGUOUS, order);
+    res = already ? Py_NewRef(x_obj) : convert_like(state, &x, PYLAYOUT_FORMAT_CONTIGUOUS, order, n);
+done:
+    operand_release(&x);
+    return res;
 }
 
 static PyObject *mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"dst", "src", NULL};
-    PyObject *dst_obj, *src_obj;
+    PyObject *dst_obj, *src_obj, *res = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_into", kwlist, &dst_obj, &src_obj))
         return NULL;
     core_state *state = get_state(module);
-    /* dst is imported for real: its flags say whether we may write. */
-    PyObject *dst = import_tensor(state, dst_obj, Py_None);
-    if (!dst)
-        return NULL;
-    PyObject *keep = NULL;
-    DLTensor scratch;
-    const DLTensor *src = peek_dltensor(state, src_obj, true, &scratch, &keep);
-    PyObject *res = NULL;
-    if (!src)
+    operand dst = {.held = NULL}, src = {.held = NULL};
+    /* Phase 1: every operand's Python-level work, dst's included. */
+    if (operand_take(state, dst_obj, &dst) < 0 || operand_take(state, src_obj, &src) < 0 ||
+        operand_guard(&dst) < 0 || operand_guard(&src) < 0)
         goto done;
-    TensorObject *d = (TensorObject *)dst;
-    if (d->flags & PYLAYOUT_FLAG_READ_ONLY) {
+    /* Phase 2: the memory, read now and used before any Python runs. */
+    if (operand_memory(&dst, true) < 0 || operand_memory(&src, true) < 0)
+        goto done;
+    if (dst.flags & PYLAYOUT_FLAG_READ_ONLY) {
         PyErr_SetString(PyExc_ValueError, "dst is read-only: its producer did not hand it over for writing");
         goto done;
     }
-    if (check_host(d->dl, "dst") < 0 || check_host(src, "src") < 0)
+    if (check_host(dst.dl, "dst") < 0 || check_host(src.dl, "src") < 0)
         goto done;
     pylayout_status st;
+    const DLTensor *s = src.dl;
+    DLTensor *d = (DLTensor *)dst.dl;
     Py_BEGIN_ALLOW_THREADS
-    st = pylayout_copy(src, (DLTensor *)d->dl);
+    st = pylayout_copy(s, d);
     Py_END_ALLOW_THREADS
     if (st != PYLAYOUT_OK) {
         raise_status(st);
         goto done;
     }
+    if (operand_written(state, &dst) < 0)
+        goto done;
     res = Py_NewRef(dst_obj);
 done:
-    Py_XDECREF(keep);
-    Py_DECREF(dst);
+    operand_release(&src);
+    operand_release(&dst);
     return res;
 }
 
 /* ---------------------------------------------------------------- complex */
+
+/* Imports x for a zero-copy view, refusing torch tensors (rule 2): a view
+ * rebuilt over torch's memory could not keep torch's storage alive, so
+ * pylayout makes those with torch's own view ops (pylayout.torch). */
+static PyObject *import_for_view(core_state *state, PyObject *x, const char *fn)
+{
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(x, state->TensorType) && !PyCapsule_CheckExact(x) && producer_of(state, Py_TYPE(x), &info) < 0)
+        return NULL;
+    if (info.is_torch) {
+        PyErr_Format(PyExc_TypeError,
+                     "pylayout._core.%s makes no views of torch tensors (they would not keep torch's storage "
+                     "alive); call pylayout.%s, which makes them with torch's view ops",
+                     fn, fn);
+        return NULL;
+    }
+    return import_tensor(state, x, Py_None);
+}
 
 static PyObject *mod_view_as_complex(PyObject *module, PyObject *args, PyObject *kwds)
 {
@@ -1395,7 +1764,7 @@ static PyObject *mod_view_as_complex(PyObject *module, PyObject *args, PyObject 
     if (copy != Py_None && want_copy < 0)
         return NULL;
     core_state *state = get_state(module);
-    PyObject *in = import_tensor(state, x, Py_None);
+    PyObject *in = import_for_view(state, x, "view_as_complex");
     if (!in)
         return NULL;
     pylayout_tensor *view = NULL, *packed = NULL;
@@ -1419,154 +1788,165 @@ done:
     if (PyErr_Occurred())
         return NULL;
     if (st != PYLAYOUT_OK)
-        return raise_status(st);
-    return export_like(state, x, view);
+        return raise_operand_status(st);
+    return wrap_tensor(state, view); /* the shim gives NumPy input a NumPy view */
 }
 
 /* Shared by view_as_real and canonicalize: a zero-copy view made by `fn`. */
-static PyObject *zero_copy_view(PyObject *module, PyObject *x,
+static PyObject *zero_copy_view(PyObject *module, PyObject *x, const char *name,
                                 pylayout_status (*fn)(pylayout_tensor *, pylayout_tensor **))
 {
     core_state *state = get_state(module);
-    PyObject *in = import_tensor(state, x, Py_None);
+    PyObject *in = import_for_view(state, x, name);
     if (!in)
         return NULL;
     pylayout_tensor *view;
     pylayout_status st = fn(((TensorObject *)in)->tensor, &view);
     Py_DECREF(in);
     if (st != PYLAYOUT_OK)
-        return raise_status(st);
-    return export_like(state, x, view);
+        return raise_operand_status(st);
+    return wrap_tensor(state, view);
 }
 
 static PyObject *mod_view_as_real(PyObject *module, PyObject *z)
 {
-    return zero_copy_view(module, z, pylayout_view_as_real);
+    return zero_copy_view(module, z, "view_as_real", pylayout_view_as_real);
 }
 
 static PyObject *mod_canonicalize(PyObject *module, PyObject *x)
 {
-    return zero_copy_view(module, x, pylayout_tensor_canonicalize);
+    return zero_copy_view(module, x, "canonicalize", pylayout_tensor_canonicalize);
 }
 
 static PyObject *mod_pack_complex(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"re", "im", "out", NULL};
-    PyObject *re_obj, *im_obj, *out_obj = Py_None, *keep_re = NULL, *keep_im = NULL, *out = NULL, *res = NULL;
+    PyObject *re_obj, *im_obj, *out_obj = Py_None, *res = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:pack_complex", kwlist, &re_obj, &im_obj, &out_obj))
         return NULL;
     core_state *state = get_state(module);
-    DLTensor s_re, s_im;
-    const DLTensor *re = peek_dltensor(state, re_obj, true, &s_re, &keep_re);
-    const DLTensor *im = re ? peek_dltensor(state, im_obj, true, &s_im, &keep_im) : NULL;
+    operand re = {.held = NULL}, im = {.held = NULL}, out = {.held = NULL};
+    bool has_out = out_obj != Py_None;
     pylayout_tensor *fresh = NULL;
     pylayout_status st;
-    if (!re || !im)
+    /* Phase 1: every operand's Python-level work. */
+    if (operand_take(state, re_obj, &re) < 0 || operand_take(state, im_obj, &im) < 0 ||
+        (has_out && operand_take(state, out_obj, &out) < 0) || operand_guard(&re) < 0 || operand_guard(&im) < 0 ||
+        (has_out && operand_guard(&out) < 0))
         goto done;
-    if (out_obj == Py_None) {
-        DLDataType ct = {kDLComplex, (uint8_t)(re->dtype.bits * 2), 1};
-        if (re->dtype.code != kDLFloat || re->dtype.lanes != 1 || re->dtype.bits > 64) {
-            PyErr_Format(PyExc_BufferError, "re must be float16, float32 or float64, got %s",
-                         dtype_name_or(re->dtype, "an unsupported dtype"));
+    /* Phase 2: the memory. */
+    if (operand_memory(&re, true) < 0 || operand_memory(&im, true) < 0 || (has_out && operand_memory(&out, true) < 0))
+        goto done;
+    const DLTensor *dre = re.dl, *dim = im.dl, *dout;
+    if (!has_out) {
+        DLDataType ct = {kDLComplex, (uint8_t)(dre->dtype.bits * 2), 1};
+        if (dre->dtype.code != kDLFloat || dre->dtype.lanes != 1 || dre->dtype.bits > 64) {
+            PyErr_Format(PyExc_TypeError, "re must be float16, float32 or float64, got %s",
+                         dtype_name_or(dre->dtype, "an unsupported dtype"));
             goto done;
         }
-        if (check_host(re, "re") < 0)
+        if (check_host(dre, "re") < 0)
             goto done;
-        st = pylayout_tensor_empty(re->ndim, re->shape, ct, PYLAYOUT_FORMAT_CONTIGUOUS, &fresh);
-        if (st != PYLAYOUT_OK) {
+        if ((st = pylayout_tensor_empty(dre->ndim, dre->shape, ct, PYLAYOUT_FORMAT_CONTIGUOUS, &fresh)) !=
+            PYLAYOUT_OK) {
             raise_status(st);
             goto done;
         }
-        out = wrap_tensor(state, fresh);
-        if (!out)
-            goto done;
-        pylayout_tensor_retain(fresh); /* export_like below takes one reference */
+        pylayout_tensor_dltensor(fresh, &dout);
     } else {
-        out = import_tensor(state, out_obj, Py_None);
-        if (!out)
-            goto done;
-        if (((TensorObject *)out)->flags & PYLAYOUT_FLAG_READ_ONLY) {
+        if (out.flags & PYLAYOUT_FLAG_READ_ONLY) {
             PyErr_SetString(PyExc_ValueError, "out is read-only: its producer did not hand it over for writing");
             goto done;
         }
+        dout = out.dl;
     }
     Py_BEGIN_ALLOW_THREADS
-    st = pylayout_pack_complex(re, im, (DLTensor *)((TensorObject *)out)->dl);
+    st = pylayout_pack_complex(dre, dim, (DLTensor *)dout);
     Py_END_ALLOW_THREADS
     if (st != PYLAYOUT_OK) {
-        raise_status(st);
+        raise_operand_status(st);
         goto done;
     }
-    if (fresh) {
+    /* Memory done: Python may run again. */
+    if (has_out) {
+        if (operand_written(state, &out) == 0)
+            res = Py_NewRef(out_obj);
+    } else {
         res = export_like(state, re_obj, fresh);
         fresh = NULL;
-    } else {
-        res = Py_NewRef(out_obj);
     }
 done:
-    if (fresh && out) /* error after the extra retain */
-        release(fresh);
-    Py_XDECREF(out);
-    Py_XDECREF(keep_re);
-    Py_XDECREF(keep_im);
+    release(fresh);
+    operand_release(&out);
+    operand_release(&im);
+    operand_release(&re);
     return res;
 }
 
 static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"z", "copy", NULL};
-    PyObject *z_obj, *copy = Py_True;
+    PyObject *z_obj, *copy = Py_True, *res = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:unpack_complex", kwlist, &z_obj, &copy))
         return NULL;
     int want_copy = PyObject_IsTrue(copy);
     if (want_copy < 0)
         return NULL;
     core_state *state = get_state(module);
-    PyObject *zin = import_tensor(state, z_obj, Py_None);
-    if (!zin)
-        return NULL;
     pylayout_tensor *re = NULL, *im = NULL;
-    const DLTensor *z = ((TensorObject *)zin)->dl;
     pylayout_status st;
     if (!want_copy) {
+        PyObject *zin = import_for_view(state, z_obj, "unpack_complex");
+        if (!zin)
+            return NULL;
         st = pylayout_complex_parts(((TensorObject *)zin)->tensor, &re, &im);
-    } else {
-        DLDataType rt = {kDLFloat, (uint8_t)(z->dtype.bits / 2), 1};
-        if (z->dtype.code != kDLComplex) {
-            PyErr_Format(PyExc_BufferError, "z must be complex32, complex64 or complex128, got %s",
-                         dtype_name_or(z->dtype, "an unsupported dtype"));
-            Py_DECREF(zin); /* after the message: z lives in zin */
-            return NULL;
-        }
-        if (check_host(z, "z") < 0) {
-            Py_DECREF(zin);
-            return NULL;
-        }
-        st = pylayout_tensor_empty(z->ndim, z->shape, rt, PYLAYOUT_FORMAT_CONTIGUOUS, &re);
-        if (st == PYLAYOUT_OK)
-            st = pylayout_tensor_empty(z->ndim, z->shape, rt, PYLAYOUT_FORMAT_CONTIGUOUS, &im);
-        if (st == PYLAYOUT_OK) {
-            const DLTensor *dre, *dim;
-            pylayout_tensor_dltensor(re, &dre);
-            pylayout_tensor_dltensor(im, &dim);
-            Py_BEGIN_ALLOW_THREADS
-            st = pylayout_unpack_complex(z, (DLTensor *)dre, (DLTensor *)dim);
-            Py_END_ALLOW_THREADS
-        }
+        Py_DECREF(zin);
+        if (st != PYLAYOUT_OK)
+            return raise_operand_status(st);
+        PyObject *a = wrap_tensor(state, re);
+        PyObject *b = a ? wrap_tensor(state, im) : (release(im), NULL);
+        return b ? Py_BuildValue("(NN)", a, b) : (Py_XDECREF(a), NULL);
     }
-    Py_DECREF(zin);
+    operand z = {.held = NULL};
+    if (operand_take(state, z_obj, &z) < 0 || operand_guard(&z) < 0 || operand_memory(&z, true) < 0)
+        goto done; /* phase 2 from the last call on */
+    const DLTensor *dz = z.dl;
+    DLDataType rt = {kDLFloat, (uint8_t)(dz->dtype.bits / 2), 1};
+    if (dz->dtype.code != kDLComplex) {
+        PyErr_Format(PyExc_TypeError, "z must be complex32, complex64 or complex128, got %s",
+                     dtype_name_or(dz->dtype, "an unsupported dtype"));
+        goto done;
+    }
+    if (check_host(dz, "z") < 0)
+        goto done;
+    st = pylayout_tensor_empty(dz->ndim, dz->shape, rt, PYLAYOUT_FORMAT_CONTIGUOUS, &re);
+    if (st == PYLAYOUT_OK)
+        st = pylayout_tensor_empty(dz->ndim, dz->shape, rt, PYLAYOUT_FORMAT_CONTIGUOUS, &im);
+    if (st == PYLAYOUT_OK) {
+        const DLTensor *dre, *dim;
+        pylayout_tensor_dltensor(re, &dre);
+        pylayout_tensor_dltensor(im, &dim);
+        Py_BEGIN_ALLOW_THREADS
+        st = pylayout_unpack_complex(dz, (DLTensor *)dre, (DLTensor *)dim);
+        Py_END_ALLOW_THREADS
+    }
     if (st != PYLAYOUT_OK) {
-        release(re);
-        release(im);
-        return raise_status(st);
+        raise_operand_status(st);
+        goto done;
     }
+    operand_release(&z); /* memory done */
     PyObject *a = export_like(state, z_obj, re);
     PyObject *b = a ? export_like(state, z_obj, im) : (release(im), NULL);
-    if (!b) {
+    re = im = NULL;
+    if (b)
+        res = Py_BuildValue("(NN)", a, b);
+    else
         Py_XDECREF(a);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", a, b);
+done:
+    release(re);
+    release(im);
+    operand_release(&z);
+    return res;
 }
 
 static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
@@ -1693,11 +2073,10 @@ static int module_exec(PyObject *module)
         return -1;
     }
     Py_DECREF(api);
-    state->exchange_cache = PyDict_New();
     state->str_dlpack = PyUnicode_InternFromString("__dlpack__");
     state->str_exchange = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
     state->kw_max_version = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-    if (!state->exchange_cache || !state->str_dlpack || !state->str_exchange || !state->kw_max_version)
+    if (!state->str_dlpack || !state->str_exchange || !state->kw_max_version)
         return -1;
     if (PyModule_AddStringConstant(module, "__version__", PYLAYOUT_VERSION_STRING) < 0 ||
         PyModule_AddObjectRef(module, "DLPACK_VERSION", api = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION,
@@ -1713,7 +2092,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     core_state *state = get_state(module);
     Py_VISIT(state->TensorType);
-    Py_VISIT(state->exchange_cache);
+    Py_VISIT(state->increment_version);
     return 0;
 }
 
@@ -1721,7 +2100,7 @@ static int module_clear(PyObject *module)
 {
     core_state *state = get_state(module);
     Py_CLEAR(state->TensorType);
-    Py_CLEAR(state->exchange_cache);
+    Py_CLEAR(state->increment_version);
     Py_CLEAR(state->str_dlpack);
     Py_CLEAR(state->str_exchange);
     Py_CLEAR(state->kw_max_version);

@@ -334,7 +334,11 @@ def test_view_as_complex_differential(torch):
                 assert isinstance(z, torch.Tensor) and z.dtype == _complex_of(torch, dtype), where
                 assert tuple(z.shape) == tuple(x.shape[:-1]), where
                 assert z.stride() == tuple(s // 2 for s in x.stride()[:-1]), where
-                assert z.data_ptr() == x.data_ptr(), f"{where}: copy={copy} copied a viewable tensor"
+                if x.numel() or x.storage_offset() % 2 == 0:
+                    assert z.data_ptr() == x.data_ptr(), f"{where}: copy={copy} copied a viewable tensor"
+                else:  # torch's complex views need an even offset: an empty view may start one float earlier
+                    assert z.untyped_storage().data_ptr() == x.untyped_storage().data_ptr(), \
+                        f"{where}: copy={copy} is not a view of x's storage"
                 assert torch.equal(bits(z), expected), f"{where}: wrong values"
         else:
             stats["copied"] += 1
@@ -404,7 +408,7 @@ def test_view_as_complex_wrong_dtype_and_shape(torch, np):
     for bad in (torch.zeros(3, 2, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32),
                 torch.zeros(3, 2, dtype=torch.complex64), np.zeros((3, 2), np.int64)):
         for copy in (None, False, True):
-            with pytest.raises(BufferError):
+            with pytest.raises(TypeError, match="float16, float32 or float64"):
                 pl.view_as_complex(bad, copy=copy)
     for bad in (torch.zeros(()), torch.zeros(3), torch.zeros(2, 3), np.zeros((4, 1))):
         for copy in (None, False, True):
@@ -588,7 +592,7 @@ def test_view_as_real_numpy(np):
 
 def test_view_as_real_rejects_real_and_conj(torch, np):
     for bad in (torch.zeros(3), np.zeros(3, np.float32), torch.zeros(3, dtype=torch.int64)):
-        with pytest.raises(BufferError):
+        with pytest.raises(TypeError, match="complex"):
             pl.view_as_real(bad)
     with pytest.raises(BufferError, match="conj"):
         pl.view_as_real(torch.ones(3, dtype=torch.complex64).conj())
@@ -737,17 +741,17 @@ def test_pack_complex_errors_write_nothing(torch, np):
 
     f32 = torch.ones(3, 4)
     for bad in (torch.ones(3, 4, dtype=torch.bfloat16), torch.ones(3, 4, dtype=torch.int32)):
-        with pytest.raises(BufferError):
+        with pytest.raises(TypeError):
             pl.pack_complex(bad, bad)
         out = fresh_out()
-        with pytest.raises(BufferError):
+        with pytest.raises(TypeError):
             pl.pack_complex(bad, bad, out=out)
         assert untouched(out)
-    with pytest.raises(BufferError):
+    with pytest.raises(TypeError):
         pl.pack_complex(f32, torch.ones(3, 4, dtype=torch.float64))  # im of another dtype
-    with pytest.raises(BufferError):
+    with pytest.raises(TypeError, match="complex128"):
         pl.pack_complex(f32, f32, out=torch.zeros(3, 4, dtype=torch.complex128))  # out of another dtype
-    with pytest.raises(BufferError):
+    with pytest.raises(TypeError):
         pl.pack_complex(f32, f32, out=torch.zeros(3, 4))  # real out
     # shape mismatch
     with pytest.raises(ValueError):
@@ -784,7 +788,7 @@ def test_pack_complex_errors_write_nothing(torch, np):
 def test_unpack_complex_errors(torch):
     for bad in (torch.ones(3), torch.ones(3, dtype=torch.bfloat16), torch.ones(3, dtype=torch.int16)):
         for copy in (True, False):
-            with pytest.raises(BufferError):
+            with pytest.raises(TypeError, match="complex"):
                 pl.unpack_complex(bad, copy=copy)
 
 
