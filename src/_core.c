@@ -1352,8 +1352,10 @@ static int api_to_py(DLManagedTensorVersioned *m, void **out)
     core_state *state = find_state();
     pylayout_tensor *t;
     if (!state) { /* ownership was handed to us: the deleter runs on every failure */
+        PyObject *exc = PyErr_GetRaisedException_compat(); /* a deleter may run Python */
         if (m && m->deleter)
             m->deleter(m);
+        PyErr_SetRaisedException_compat(exc);
         return -1;
     }
     pylayout_status st = pylayout_tensor_from_versioned(m, &t);
