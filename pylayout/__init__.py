@@ -67,16 +67,21 @@ __all__ = [
 FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
 
 
-def _needs_torch_ops(torch, x) -> bool:
-    """True for a torch tensor whose values must stay visible to autograd:
-    it requires grad, carries a forward-mode tangent (a dual tensor, or a
-    torch.func transform's wrapper), or torch.compile is tracing."""
-    if x.requires_grad or torch.compiler.is_compiling():
-        return True
+def _carries_tangent(torch, x) -> bool:
+    """A forward-mode tangent: a dual tensor, or a torch.func transform's wrapper."""
     if torch._C._functorch.is_functorch_wrapped_tensor(x):
         return True
     fwad = _sys.modules.get("torch.autograd.forward_ad")
     return fwad is not None and fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None
+
+
+def _needs_torch_ops(torch, x) -> bool:
+    """True for a torch tensor that pylayout.torch handles: its values must
+    stay visible to autograd (it requires grad, carries a tangent, or
+    torch.compile is tracing), or it lives off the CPU (CUDA, meta, ...),
+    where pylayout decides the layout and torch moves the bytes."""
+    return (x.requires_grad or not x.is_cpu or torch.compiler.is_compiling()
+            or _carries_tangent(torch, x))
 
 
 def _autograd(*xs):
@@ -121,8 +126,7 @@ def _refuse_tangents(what, *xs):
     if torch is None:
         return
     for x in xs:
-        if isinstance(x, torch.Tensor) and not x.requires_grad and _needs_torch_ops(torch, x) \
-                and not torch.compiler.is_compiling():
+        if isinstance(x, torch.Tensor) and _carries_tangent(torch, x):
             raise TypeError(f"{what} writes memory directly, so it cannot carry a forward-mode tangent "
                             "(a torch.func transform or a dual tensor); use torch's own dst.copy_(src) there")
 
@@ -231,6 +235,9 @@ def copy_into(dst, src):
     6.0
     """
     _refuse_tangents("copy_into", dst, src)
+    route = _autograd(dst, src)
+    if route:  # off the CPU: torch copies; on it, pylayout.torch calls the C copy
+        return route.copy_into(dst, src)
     return _core.copy_into(dst, src)
 
 
@@ -295,9 +302,9 @@ def pack_complex(re, im, *, out=None):
     """
     if out is not None:
         _refuse_tangents("pack_complex(out=)", re, im, out)
-    route = _autograd(re, im) if out is None else None
+    route = _autograd(re, im) if out is None else _autograd(re, im, out)
     if route:
-        return route.pack_complex(re, im)
+        return route.pack_complex(re, im, out=out)
     result = _core.pack_complex(re, im, out=out)
     return result if out is not None else _like(re, result)
 

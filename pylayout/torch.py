@@ -34,6 +34,7 @@ from . import _core
 __all__ = [
     "canonicalize",
     "contiguous",
+    "copy_into",
     "pack_complex",
     "to_order",
     "unpack_complex",
@@ -107,11 +108,20 @@ def _has_layout(x: torch.Tensor, strides: Sequence[int]) -> bool:
 
 
 def _is_in_format(x: torch.Tensor, fmt: str) -> bool:
-    if fmt in _MEMORY_FORMATS:
+    if not torch.compiler.is_compiling():  # pylayout's C rules, on any device
+        return _core.is_contiguous(x, fmt)
+    if fmt in _MEMORY_FORMATS:  # symbolic shapes: torch's rules (the same, tested against each other)
         if fmt != "contiguous" and x.dim() != (4 if fmt == "channels_last" else 5):
             return False
         return x.is_contiguous(memory_format=_MEMORY_FORMATS[fmt])
     return _has_layout(x, _order_strides(x.shape, _dims_order(x.dim(), fmt)))
+
+
+def _on_device(x: torch.Tensor, strides) -> torch.Tensor:
+    """Off the CPU (CUDA, meta, ...) pylayout decides the layout with its C
+    rules and torch moves the bytes on x's device: a new tensor with exactly
+    the strides the CPU path gives."""
+    return torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device).copy_(x)
 
 
 def _plain(x: torch.Tensor) -> torch.Tensor:
@@ -133,6 +143,8 @@ def _not_aliasing(x: torch.Tensor, plain: torch.Tensor, out: torch.Tensor, strid
 
 @custom_op("pylayout::to_order", mutates_args=())
 def _to_order_op(x: torch.Tensor, order: list[int]) -> torch.Tensor:
+    if not x.is_cpu:
+        return _on_device(x, _core.order_strides(x.shape, order))
     plain = _plain(x)
     return _not_aliasing(x, plain, _core.to_order(plain, order), _order_strides(x.shape, order))
 
@@ -151,6 +163,8 @@ _to_order_op.register_autograd(_identity_backward)
 
 @custom_op("pylayout::to_format", mutates_args=())
 def _to_format_op(x: torch.Tensor, fmt: str) -> torch.Tensor:
+    if not x.is_cpu:
+        return _on_device(x, _core.format_strides(x.shape, fmt))
     plain = _plain(x)
     return _not_aliasing(x, plain, _core.contiguous(plain, fmt), _format_strides(x.shape, fmt))
 
@@ -210,7 +224,8 @@ def to_order(x: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
     order = [int(d) for d in order]
     if sorted(order) != list(range(x.dim())):
         raise ValueError(f"order must be a permutation of 0..{x.dim() - 1}, got {order}")
-    if _has_layout(x, _order_strides(x.shape, order)):
+    strides = _order_strides(x.shape, order) if torch.compiler.is_compiling() else _core.order_strides(x.shape, order)
+    if _has_layout(x, strides):
         return x
     return _convert(x, "order", order)
 
@@ -223,7 +238,17 @@ _REAL_OF = {c: r for r, c in _COMPLEX_OF.items()}
 
 @custom_op("pylayout::pack_complex", mutates_args=())
 def _pack_complex_op(re: torch.Tensor, im: torch.Tensor) -> torch.Tensor:
+    if not re.is_cpu:
+        return _pack_on_device(re, im, torch.empty(re.shape, dtype=_COMPLEX_OF[re.dtype], device=re.device))
     return _core.pack_complex(_plain(re), _plain(im))
+
+
+def _pack_on_device(re: torch.Tensor, im: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """pack_complex off the CPU: torch copies each part into its half of out."""
+    parts = torch.view_as_real(out)
+    parts[..., 0].copy_(re)
+    parts[..., 1].copy_(im)
+    return out
 
 
 @_pack_complex_op.register_fake
@@ -240,6 +265,11 @@ _pack_complex_op.register_autograd(_pack_backward)
 
 @custom_op("pylayout::unpack_complex", mutates_args=())
 def _unpack_complex_op(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if not z.is_cpu:
+        dt = _REAL_OF[z.dtype]
+        parts = torch.view_as_real(z.resolve_conj())
+        return (torch.empty(z.shape, dtype=dt, device=z.device).copy_(parts[..., 0]),
+                torch.empty(z.shape, dtype=dt, device=z.device).copy_(parts[..., 1]))
     re, im = _core.unpack_complex(_plain(z))
     return re, im
 
@@ -310,16 +340,49 @@ class _Unpack(torch.autograd.Function):
         return _unpack_complex_op(z_t)
 
 
-def pack_complex(re: torch.Tensor, im: torch.Tensor) -> torch.Tensor:
-    """re + 1j*im as a new contiguous complex tensor, differentiably."""
+def pack_complex(re: torch.Tensor, im: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """re + 1j*im as a new contiguous complex tensor, differentiably; or
+    written into `out` (any strides, no autograd), on any device."""
     if re.dtype not in _COMPLEX_OF or im.dtype != re.dtype:
         raise TypeError(f"pack_complex needs two float16, float32 or float64 tensors of one dtype, "
                         f"got {re.dtype} and {im.dtype}")
     if re.shape != im.shape:
         raise ValueError(f"re and im must have the same shape, got {tuple(re.shape)} and {tuple(im.shape)}")
+    if out is not None:
+        if out.is_cpu:
+            return _core.pack_complex(re, im, out=out)
+        if out.dtype != _COMPLEX_OF[re.dtype]:
+            raise TypeError(f"re must be {re.dtype} to pair with out's {out.dtype}".replace("torch.", ""))
+        if out.shape != re.shape:
+            raise ValueError(f"out has shape {tuple(out.shape)} but re has {tuple(re.shape)}")
+        _same_device("pack_complex", re, im, out)
+        return _pack_on_device(re, im, out)
     if torch.compiler.is_compiling():  # see _convert
         return _pack_complex_op(re, im)
     return _Pack.apply(re, im)
+
+
+def _same_device(what: str, *xs: torch.Tensor) -> None:
+    devices = {x.device for x in xs}
+    if len(devices) > 1:
+        raise BufferError(f"{what} needs all its tensors on one device, got {sorted(map(str, devices))}; "
+                          "pylayout does not move data between devices")
+
+
+def copy_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """Copy src into dst (any strides, same shape and dtype) on any device and
+    return dst: pylayout's C copy on the CPU, torch's copy_ elsewhere (which
+    bumps dst's version counter too).  Not differentiable."""
+    if dst.is_cpu and src.is_cpu:
+        return _core.copy_into(dst, src)
+    _same_device("copy_into", dst, src)
+    if dst.dtype != src.dtype:
+        raise TypeError(f"src is {src.dtype} but dst is {dst.dtype}: a layout copy never reinterprets "
+                        "values; convert the dtype first".replace("torch.", ""))
+    if dst.shape != src.shape:
+        raise ValueError(f"src has shape {tuple(src.shape)} but dst has {tuple(dst.shape)}: both must have "
+                         "the same shape")
+    return dst.copy_(src)
 
 
 def unpack_complex(z: torch.Tensor, *, copy: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

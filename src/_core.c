@@ -1598,9 +1598,11 @@ static int check_host(const DLTensor *dl, const char *what)
     if (_pylayout_device_is_host(dl->device))
         return 0;
     PyErr_Format(PyExc_BufferError,
-                 "%s lives on device type %d (not CPU memory); pylayout has no backend for that device yet, "
-                 "so only metadata operations (layout queries, zero-copy views) work there",
-                 what, (int)dl->device.device_type);
+                 "%s lives on device '%s' (device type %d, not CPU memory); pylayout moves the data of CPU "
+                 "tensors itself and of torch tensors on any device through torch, so pass a torch.Tensor "
+                 "on that device (torch.from_dlpack(x)) or copy it to the CPU; layout queries and zero-copy "
+                 "views work here as they are",
+                 what, _pylayout_device_name(dl->device.device_type), (int)dl->device.device_type);
     return -1;
 }
 
@@ -1951,6 +1953,49 @@ done:
     return res;
 }
 
+/* The strides pylayout gives a dense tensor of `shape` in a format or a dim
+ * order (pylayout_format_strides / pylayout_order_strides): what a
+ * conversion would produce, for backends that move the bytes themselves
+ * (torch on CUDA, meta). */
+static PyObject *mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    (void)module;
+    static char *kwlist[] = {"shape", "format", NULL};
+    PyObject *shape_obj, *fmt_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:format_strides", kwlist, &shape_obj, &fmt_obj))
+        return NULL;
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    int32_t ndim;
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
+    if (parse_int64_seq(shape_obj, "shape must be a sequence of ints", shape, &ndim) < 0 ||
+        (fmt_obj && parse_format(fmt_obj, &fmt) < 0))
+        return NULL;
+    pylayout_status st = pylayout_format_strides(ndim, shape, fmt, strides);
+    return st != PYLAYOUT_OK ? raise_status(st) : int64_tuple(strides, ndim);
+}
+
+static PyObject *mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    (void)module;
+    static char *kwlist[] = {"shape", "order", NULL};
+    PyObject *shape_obj, *order_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:order_strides", kwlist, &shape_obj, &order_obj))
+        return NULL;
+    int64_t shape[PYLAYOUT_MAX_NDIM], order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    int32_t ndim, n, order[PYLAYOUT_MAX_NDIM];
+    if (parse_int64_seq(shape_obj, "shape must be a sequence of ints", shape, &ndim) < 0 ||
+        parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
+        return NULL;
+    if (n != ndim) {
+        PyErr_Format(PyExc_ValueError, "order has %d entries but shape has %d", (int)n, (int)ndim);
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++)
+        order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
+    pylayout_status st = pylayout_order_strides(ndim, shape, order, strides);
+    return st != PYLAYOUT_OK ? raise_status(st) : int64_tuple(strides, ndim);
+}
+
 static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
 {
     (void)module;
@@ -2048,6 +2093,16 @@ static PyMethodDef module_methods[] = {
     {"canonicalize", mod_canonicalize, METH_O, NULL},
     {"pack_complex", (PyCFunction)(void (*)(void))mod_pack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
     {"unpack_complex", (PyCFunction)(void (*)(void))mod_unpack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
+    {"format_strides", (PyCFunction)(void (*)(void))mod_format_strides, METH_VARARGS | METH_KEYWORDS,
+     "format_strides(shape, format='contiguous')\n--\n\n"
+     "The element strides of a dense tensor of `shape` in `format` (what\n"
+     "pylayout.contiguous(x, format) gives x of that shape).\n\n"
+     ">>> import pylayout as pl\n>>> pl._core.format_strides((2, 3, 4, 5), 'channels_last')\n(60, 1, 15, 3)"},
+    {"order_strides", (PyCFunction)(void (*)(void))mod_order_strides, METH_VARARGS | METH_KEYWORDS,
+     "order_strides(shape, order)\n--\n\n"
+     "The element strides of a dense tensor of `shape` whose dims are laid out\n"
+     "in `order`, outermost first (what pylayout.to_order gives).\n\n"
+     ">>> import pylayout as pl\n>>> pl._core.order_strides((2, 3, 4), (2, 0, 1))\n(3, 1, 6)"},
     {"set_num_threads", mod_set_num_threads, METH_O, NULL},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, NULL},
     {"set_cache_limit", mod_set_cache_limit, METH_O,
