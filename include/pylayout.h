@@ -7,7 +7,8 @@
  *   Dtypes:  pylayout_dtype_name, pylayout_dtype_from_name
  *   Queries  (metadata only, any device):
  *       pylayout_validate, pylayout_numel, pylayout_is_contiguous,
- *       pylayout_suggest_format, pylayout_is_dense, pylayout_format_strides
+ *       pylayout_suggest_format, pylayout_is_dense, pylayout_format_strides,
+ *       pylayout_order_strides, pylayout_like_order
  *   Tensors  (pylayout_tensor: a reference-counted DLTensor plus its owner):
  *       import:  pylayout_tensor_from_versioned, pylayout_tensor_from_legacy,
  *                pylayout_tensor_borrow
@@ -170,6 +171,15 @@ PYLAYOUT_API pylayout_status pylayout_format_strides(int32_t ndim, const int64_t
  * Returns OK or INVALID_ARGUMENT. */
 PYLAYOUT_API pylayout_status pylayout_order_strides(int32_t ndim, const int64_t *shape,
                                                     const int32_t *order, int64_t *strides_ret);
+
+/* Writes to order_ret[0..ndim) the dim order, outermost first, that keeps
+ * t's layout in a dense copy (pass it to pylayout_order_strides or
+ * pylayout_convert_order): the order of t's strides, so a dense t is copied
+ * with its own strides, and otherwise the order torch.empty_like(x,
+ * memory_format=torch.preserve_format) infers (c10's infer_dense_strides:
+ * a stride-0 dim keeps its place, equal strides put the smaller size inside).
+ * Metadata only.  Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
+PYLAYOUT_API pylayout_status pylayout_like_order(const DLTensor *t, int32_t *order_ret);
 
 /* --------------------------------------------------------------- tensors */
 

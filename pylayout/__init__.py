@@ -181,13 +181,18 @@ def _like(x, result, view=False):
     return result
 
 
-def contiguous(x, format="contiguous"):
+def contiguous(x, format="contiguous", *, memory_format=None, copy=None):
     """Return `x` dense in `format`, copying only if it is not already.
 
-    `format` is "contiguous", "channels_last" (4-D), "channels_last_3d"
-    (5-D), "fortran", or one of torch's memory_format objects.  When `x`
+    `format` is "contiguous" (or "C"), "channels_last" (4-D),
+    "channels_last_3d" (5-D), "fortran" (or "F"), or one of torch's
+    memory_format objects, also as torch's keyword ``memory_format=``;
+    ``torch.preserve_format`` keeps a dense tensor as it is and otherwise
+    converts to ``suggest_format(x)``, as torch's ``clone`` does.  When `x`
     already satisfies the format, `x` itself comes back (no copy).  Otherwise
     a cache-blocked, parallel copy fills a new tensor of the same kind as `x`.
+    ``copy`` has the Array API's meaning: None copies only if needed, True
+    always returns a new tensor, False raises ValueError if a copy is needed.
 
     >>> import numpy as np, pylayout as pl
     >>> a = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 0, 1)
@@ -197,18 +202,22 @@ def contiguous(x, format="contiguous"):
     >>> pl.contiguous(c) is c
     True
     """
+    if memory_format is not None:
+        if format != "contiguous":
+            raise TypeError("give format or memory_format, not both")
+        format = memory_format
     route = _autograd(x)
     if route:
-        return route.contiguous(x, format)
-    return _like(x, _core.contiguous(x, format))
+        return route.contiguous(x, format, copy=copy)
+    return _like(x, _core.contiguous(x, format, copy=copy))
 
 
-def to_order(x, order):
+def to_order(x, order, *, copy=None):
     """Return `x` dense with its dims laid out in `order`, outermost first.
 
     `order` is a permutation of range(x.ndim); (0, 1, ..., n-1) is row-major
     and (n-1, ..., 0) is Fortran order.  Returns `x` itself when it already
-    is laid out that way.
+    is laid out that way (``copy`` as for contiguous()).
 
     >>> import numpy as np, pylayout as pl
     >>> a = np.zeros((2, 3, 4), dtype=np.int16)
@@ -217,8 +226,8 @@ def to_order(x, order):
     """
     route = _autograd(x)
     if route:
-        return route.to_order(x, order)
-    return _like(x, _core.to_order(x, order))
+        return route.to_order(x, order, copy=copy)
+    return _like(x, _core.to_order(x, order, copy=copy))
 
 
 def copy_into(dst, src):

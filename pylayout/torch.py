@@ -56,7 +56,10 @@ _MEMORY_FORMATS = {
 
 
 def format_name(fmt) -> str:
-    """'contiguous', 'channels_last', 'channels_last_3d' or 'fortran' for a name or torch.memory_format."""
+    """'contiguous', 'channels_last', 'channels_last_3d', 'fortran' (or
+    'preserve' for torch.preserve_format) for a name or torch.memory_format."""
+    if fmt is torch.preserve_format:
+        return "preserve"
     name = _FORMAT_NAMES.get(fmt if isinstance(fmt, str) else str(fmt))
     if name is None:
         raise ValueError(f"unknown memory format {fmt!r}; use 'contiguous', 'channels_last', "
@@ -208,25 +211,45 @@ def _convert(x: torch.Tensor, kind: str, arg) -> torch.Tensor:
     return _Conversion.apply(x, kind, arg)
 
 
-def contiguous(x: torch.Tensor, format="contiguous") -> torch.Tensor:
+def _no_copy_allowed(copy, what: str) -> None:
+    if copy is False:
+        raise ValueError(f"copy=False, but the tensor is not {what}: converting it needs a copy")
+
+
+def contiguous(x: torch.Tensor, format="contiguous", *, copy: bool | None = None) -> torch.Tensor:
     """`x` dense in `format` ("contiguous", "channels_last", "channels_last_3d",
-    "fortran" or a torch.memory_format), differentiably; `x` itself when it
-    already is (as torch's .contiguous() does)."""
+    "fortran", a torch.memory_format, or torch.preserve_format: dense stays as
+    it is, else suggest_format), differentiably; `x` itself when it already
+    is (as torch's .contiguous() does) unless copy=True; copy=False raises
+    ValueError when a copy is needed."""
     fmt = format_name(format)
+    if fmt == "preserve":  # torch's own meaning, so torch's own op
+        if _core.is_dense(x) and not copy:
+            return x
+        if not _core.is_dense(x):
+            _no_copy_allowed(copy, "dense")
+        return x.clone(memory_format=torch.preserve_format)
     if _is_in_format(x, fmt):
         _dims_order(x.dim(), fmt)  # still refuse channels_last on a 3-D tensor
-        return x
+        if not copy:
+            return x
+    else:
+        _no_copy_allowed(copy, fmt)
     return _convert(x, "format", fmt)
 
 
-def to_order(x: torch.Tensor, order: Sequence[int]) -> torch.Tensor:
-    """`x` dense with its dims laid out in `order` (outermost first), differentiably."""
+def to_order(x: torch.Tensor, order: Sequence[int], *, copy: bool | None = None) -> torch.Tensor:
+    """`x` dense with its dims laid out in `order` (outermost first), differentiably
+    (copy as for contiguous())."""
     order = [int(d) for d in order]
     if sorted(order) != list(range(x.dim())):
         raise ValueError(f"order must be a permutation of 0..{x.dim() - 1}, got {order}")
     strides = _order_strides(x.shape, order) if torch.compiler.is_compiling() else _core.order_strides(x.shape, order)
     if _has_layout(x, strides):
-        return x
+        if not copy:
+            return x
+    else:
+        _no_copy_allowed(copy, "dense in that order")
     return _convert(x, "order", order)
 
 
@@ -404,7 +427,7 @@ def _complex_view_strides(x: torch.Tensor):
     if x.dtype not in _COMPLEX_OF:
         raise TypeError(f"view_as_complex needs float16, float32 or float64, got {x.dtype}")
     if n == 0 or x.shape[-1] != 2:
-        raise ValueError("view_as_complex needs a last dim of size 2 holding (real, imag)")
+        raise ValueError(f"view_as_complex needs a last dim of size 2 holding (real, imag); got shape {tuple(x.shape)}")
     strides = list(x.stride())
     if x.numel() == 0:
         # torch refuses odd strides even here; any even stride covers the same (no) memory

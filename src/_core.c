@@ -129,9 +129,15 @@ static PyObject *raise_status(pylayout_status st)
 
 static const char *const format_names[] = {"contiguous", "channels_last", "channels_last_3d", "fortran"};
 
+/* torch.preserve_format: keep a dense tensor as it is, else copy it in its
+ * own stride order (pylayout_like_order: torch's meaning for clone and
+ * empty_like).  Not a pylayout_format: only the functions that take it know it. */
+#define FORMAT_PRESERVE ((pylayout_format)-1)
+
 /* Accepts a format name, torch's memory_format objects (by their str(), so
- * torch need not be imported) and NumPy's "C" / "F". */
-static int parse_format(PyObject *obj, pylayout_format *fmt)
+ * torch need not be imported) and NumPy's "C" / "F"; torch.preserve_format
+ * where allow_preserve. */
+static int parse_format_ex(PyObject *obj, pylayout_format *fmt, bool allow_preserve)
 {
     PyObject *s = PyUnicode_Check(obj) ? Py_NewRef(obj) : PyObject_Str(obj);
     if (!s)
@@ -149,6 +155,11 @@ static int parse_format(PyObject *obj, pylayout_format *fmt)
         name = "contiguous";
     else if (!strcmp(name, "F"))
         name = "fortran";
+    if (allow_preserve && !strcmp(name, "preserve_format")) {
+        *fmt = FORMAT_PRESERVE;
+        rc = 0;
+        goto done;
+    }
     for (int i = 0; i < 4; i++) {
         if (!strcmp(name, format_names[i])) {
             *fmt = (pylayout_format)i;
@@ -157,12 +168,40 @@ static int parse_format(PyObject *obj, pylayout_format *fmt)
         }
     }
     PyErr_Format(PyExc_ValueError,
-                 "unknown memory format %R; use 'contiguous', 'channels_last', 'channels_last_3d', "
-                 "'fortran' or a torch.memory_format",
-                 obj);
+                 "unknown memory format %R; use 'contiguous' (or 'C'), 'channels_last', 'channels_last_3d', "
+                 "'fortran' (or 'F')%s or a torch.memory_format",
+                 obj, allow_preserve ? ", torch.preserve_format" : "");
 done:
     Py_DECREF(s);
     return rc;
+}
+
+static int parse_format(PyObject *obj, pylayout_format *fmt)
+{
+    return parse_format_ex(obj, fmt, false);
+}
+
+/* format= or torch's memory_format= (not both) into *fmt. */
+static int parse_format_args(PyObject *format, PyObject *memory_format, pylayout_format *fmt, bool allow_preserve)
+{
+    if (format && memory_format && memory_format != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "give format or memory_format, not both");
+        return -1;
+    }
+    PyObject *f = memory_format && memory_format != Py_None ? memory_format : format;
+    return f ? parse_format_ex(f, fmt, allow_preserve) : 0;
+}
+
+/* copy= as the Array API means it: None copies only if needed (-1), True
+ * always copies (1), False never does (0: raise if a copy is needed). */
+static int parse_copy(PyObject *copy, int *want)
+{
+    if (copy == Py_None) {
+        *want = -1;
+        return 0;
+    }
+    *want = PyObject_IsTrue(copy);
+    return *want < 0 ? -1 : 0;
 }
 
 static const char *dtype_name_or(DLDataType dt, const char *fallback)
@@ -175,7 +214,10 @@ static const char *dtype_name_or(DLDataType dt, const char *fallback)
  * torch.float32 or numpy.dtype('float32'). */
 static int parse_dtype(PyObject *obj, DLDataType *dt)
 {
-    PyObject *s = PyUnicode_Check(obj) ? Py_NewRef(obj) : PyObject_Str(obj);
+    /* A scalar type (numpy.float32, numpy.bool_) names its dtype by __name__. */
+    PyObject *s = PyUnicode_Check(obj) ? Py_NewRef(obj)
+                  : PyType_Check(obj)  ? PyObject_GetAttrString(obj, "__name__")
+                                       : PyObject_Str(obj);
     if (!s)
         return -1;
     const char *name = PyUnicode_AsUTF8(s);
@@ -183,6 +225,13 @@ static int parse_dtype(PyObject *obj, DLDataType *dt)
     if (name) {
         if (!strncmp(name, "torch.", 6))
             name += 6;
+        char trimmed[32];
+        size_t len = strlen(name);
+        if (len > 1 && len < sizeof trimmed && name[len - 1] == '_') { /* numpy.bool_, numpy.str_ */
+            memcpy(trimmed, name, len - 1);
+            trimmed[len - 1] = '\0';
+            name = trimmed;
+        }
         rc = pylayout_dtype_from_name(name, dt) == PYLAYOUT_OK ? 0 : -1;
         if (rc)
             PyErr_Format(PyExc_ValueError, "unknown dtype %R; use a name such as 'float32'", obj);
@@ -1073,31 +1122,19 @@ static int parse_device(PyObject *obj, DLDevice *dev, int *given)
 
 /* ----------------------------------------------------------------- copies */
 
-/* A new Tensor holding a copy of src: same strides if src is dense (so the
- * copy is a memcpy), contiguous otherwise.  Flags IS_COPIED. */
+/* A new Tensor holding a copy of src laid out like src (pylayout_like_order:
+ * the same strides if src is dense, so the copy is a memcpy).  Raises on
+ * failure. */
 static pylayout_tensor *copy_tensor(const DLTensor *src)
 {
     pylayout_tensor *out = NULL;
-    pylayout_status st;
-    bool dense = false;
-    pylayout_is_dense(src, &dense);
-    Py_BEGIN_ALLOW_THREADS
-    if (dense && src->ndim > 0) {
-        /* Order dims by decreasing stride: the copy keeps src's layout. */
-        int32_t order[PYLAYOUT_MAX_NDIM];
-        for (int32_t i = 0; i < src->ndim; i++)
-            order[i] = i;
-        for (int32_t i = 1; i < src->ndim; i++)
-            for (int32_t j = i; j > 0 && src->strides[order[j - 1]] < src->strides[order[j]]; j--) {
-                int32_t tmp = order[j];
-                order[j] = order[j - 1];
-                order[j - 1] = tmp;
-            }
+    int32_t order[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = pylayout_like_order(src, order);
+    if (st == PYLAYOUT_OK) {
+        Py_BEGIN_ALLOW_THREADS
         st = pylayout_convert_order(src, order, &out);
-    } else {
-        st = pylayout_convert(src, PYLAYOUT_FORMAT_CONTIGUOUS, &out);
+        Py_END_ALLOW_THREADS
     }
-    Py_END_ALLOW_THREADS
     if (st != PYLAYOUT_OK) {
         raise_status(st);
         return NULL;
@@ -1450,18 +1487,19 @@ static const DLTensor *query_operand(core_state *state, PyObject *x, operand *op
 
 static PyObject *mod_is_contiguous(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"x", "format", NULL};
-    PyObject *x, *fmt_obj = NULL, *res = NULL;
+    static char *kwlist[] = {"x", "format", "memory_format", NULL};
+    PyObject *x, *fmt_obj = NULL, *mf_obj = NULL, *res = NULL;
     pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:is_contiguous", kwlist, &x, &fmt_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$O:is_contiguous", kwlist, &x, &fmt_obj, &mf_obj))
         return NULL;
-    if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
+    if (parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0)
         return NULL;
     operand op = {.held = NULL};
     bool result = false;
     const DLTensor *dl = query_operand(get_state(module), x, &op);
     if (dl) {
-        pylayout_status st = pylayout_is_contiguous(dl, fmt, &result);
+        pylayout_status st = fmt == FORMAT_PRESERVE ? pylayout_is_dense(dl, &result)
+                                                    : pylayout_is_contiguous(dl, fmt, &result);
         res = st != PYLAYOUT_OK ? raise_status(st) : PyBool_FromLong(result);
     }
     operand_release(&op);
@@ -1543,6 +1581,8 @@ static PyObject *mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     if (dtype_obj && parse_dtype(dtype_obj, &dt) < 0)
         return NULL;
+    if (fmt_obj == Py_None)
+        fmt_obj = NULL;
     if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
         return NULL;
     pylayout_tensor *t;
@@ -1634,25 +1674,45 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
     return export_like(state, x->obj, out); /* memory done: Python may run again */
 }
 
+/* A copy of x laid out like x (copy_tensor), for torch.preserve_format. */
+static PyObject *copy_like(core_state *state, operand *x)
+{
+    if (operand_guard(x) < 0 || operand_memory(x, true) < 0 || check_host(x->dl, "the input") < 0)
+        return NULL;
+    pylayout_tensor *out = copy_tensor(x->dl);
+    return out ? export_like(state, x->obj, out) : NULL;
+}
+
 static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"x", "format", NULL};
-    PyObject *x_obj, *fmt_obj = NULL, *res = NULL;
+    static char *kwlist[] = {"x", "format", "memory_format", "copy", NULL};
+    PyObject *x_obj, *fmt_obj = NULL, *mf_obj = NULL, *copy = Py_None, *res = NULL;
     pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:contiguous", kwlist, &x_obj, &fmt_obj))
+    int want_copy;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:contiguous", kwlist, &x_obj, &fmt_obj, &mf_obj, &copy))
         return NULL;
-    if (fmt_obj && parse_format(fmt_obj, &fmt) < 0)
+    if (parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0 || parse_copy(copy, &want_copy) < 0)
         return NULL;
     core_state *state = get_state(module);
     operand x = {.held = NULL};
     if (!query_operand(state, x_obj, &x))
         goto done;
     bool already = false; /* false for channels_last formats of the wrong rank */
-    pylayout_status st = pylayout_is_contiguous(x.dl, fmt, &already);
+    pylayout_status st = PYLAYOUT_OK;
+    if (fmt == FORMAT_PRESERVE) { /* dense: kept as it is; else a copy in its stride order (copy_like) */
+        st = pylayout_is_dense(x.dl, &already);
+    } else {
+        st = pylayout_is_contiguous(x.dl, fmt, &already);
+    }
     if (st != PYLAYOUT_OK)
         raise_status(st);
-    else if (already)
+    else if (already && want_copy != 1)
         res = Py_NewRef(x_obj);
+    else if (!already && want_copy == 0)
+        PyErr_Format(PyExc_ValueError, "copy=False, but the tensor is not %s: converting it needs a copy",
+                     fmt == FORMAT_PRESERVE ? "dense" : format_names[fmt]);
+    else if (fmt == FORMAT_PRESERVE)
+        res = copy_like(state, &x);
     else
         res = convert_like(state, &x, fmt, NULL, 0);
 done:
@@ -1662,9 +1722,11 @@ done:
 
 static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"x", "order", NULL};
-    PyObject *x_obj, *order_obj, *res = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:to_order", kwlist, &x_obj, &order_obj))
+    static char *kwlist[] = {"x", "order", "copy", NULL};
+    PyObject *x_obj, *order_obj, *copy = Py_None, *res = NULL;
+    int want_copy;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:to_order", kwlist, &x_obj, &order_obj, &copy) ||
+        parse_copy(copy, &want_copy) < 0)
         return NULL;
     core_state *state = get_state(module);
     int64_t order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM], have[PYLAYOUT_MAX_NDIM];
@@ -1692,7 +1754,13 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         for (int32_t d = 0; d < n; d++)
             if (x.dl->shape[d] != 1 && have[d] != strides[d])
                 already = false;
-    res = already ? Py_NewRef(x_obj) : convert_like(state, &x, PYLAYOUT_FORMAT_CONTIGUOUS, order, n);
+    if (already && want_copy != 1)
+        res = Py_NewRef(x_obj);
+    else if (!already && want_copy == 0)
+        PyErr_SetString(PyExc_ValueError, "copy=False, but the tensor is not dense in that order: converting "
+                                          "it needs a copy");
+    else
+        res = convert_like(state, &x, PYLAYOUT_FORMAT_CONTIGUOUS, order, n);
 done:
     operand_release(&x);
     return res;
@@ -2079,40 +2147,207 @@ static PyObject *mod_to_type(PyObject *module, PyObject *args)
     return out;
 }
 
+/* Docstrings: a signature line for inspect.signature (__text_signature__),
+ * then what the function does and a runnable example (doctest runs them). */
+PyDoc_STRVAR(from_dlpack_doc,
+"from_dlpack($module, /, x, *, device=None, copy=None)\n--\n\n"
+"A zero-copy pylayout.Tensor over the memory of any DLPack producer.\n\n"
+"`x` is a torch.Tensor, a numpy.ndarray, a pylayout.Tensor, any object with\n"
+"__dlpack__, or a DLPack capsule.  Shape, strides (in elements), byte offset\n"
+"and the read-only flag are kept.  device=None or the tensor's own device;\n"
+"copy as in the Array API (None: copy only if needed, True: always).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> t = pl.from_dlpack(np.zeros((2, 3), np.float32).T)\n"
+">>> t.shape, t.strides, t.dtype\n"
+"((3, 2), (1, 3), 'float32')");
+
+PyDoc_STRVAR(is_contiguous_doc,
+"is_contiguous($module, /, x, format='contiguous', *, memory_format=None)\n--\n\n"
+"Whether x is dense in `format`, with exactly torch's rules.\n\n"
+"`format` (or torch's keyword memory_format) is 'contiguous' ('C'),\n"
+"'channels_last' (4-D), 'channels_last_3d' (5-D), 'fortran' ('F'), a\n"
+"torch.memory_format, or torch.preserve_format (then: dense in any order).\n"
+"Metadata only: works on any device, meta tensors included.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> a = np.zeros((2, 3))\n"
+">>> pl.is_contiguous(a), pl.is_contiguous(a.T), pl.is_contiguous(a.T, 'F')\n"
+"(True, False, True)");
+
+PyDoc_STRVAR(suggest_format_doc,
+"suggest_format($module, x, /)\n--\n\n"
+"The memory format torch's suggest_memory_format would name for x:\n"
+"'contiguous', 'channels_last' or 'channels_last_3d'.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl.suggest_format(np.zeros((2, 4, 4, 3)).transpose(0, 3, 1, 2))\n"
+"'channels_last'");
+
+PyDoc_STRVAR(is_dense_doc,
+"is_dense($module, x, /)\n--\n\n"
+"Whether x's elements fill a block of memory with no gaps or overlaps, in\n"
+"any dim order (size-1 dims aside).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> a = np.zeros((4, 6))\n"
+">>> pl.is_dense(a.T), pl.is_dense(a[:, ::2])\n"
+"(True, False)");
+
+PyDoc_STRVAR(empty_doc,
+"empty($module, /, shape, dtype='float32', *, format=None, order=None)\n--\n\n"
+"A new uninitialised CPU pylayout.Tensor, dense in `format` or in the dim\n"
+"`order` (outermost first).  dtype is a name, a torch or NumPy dtype, or a\n"
+"NumPy scalar type such as numpy.float32.\n\n"
+">>> import pylayout as pl\n"
+">>> pl.empty((2, 3, 4, 5), 'float16', format='channels_last').strides\n"
+"(60, 1, 15, 3)\n"
+">>> pl.empty((2, 3), order=(1, 0)).strides\n"
+"(1, 2)");
+
+PyDoc_STRVAR(contiguous_doc,
+"contiguous($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
+"The C half of pylayout.contiguous (which see): x itself when already in\n"
+"`format`, else a converted copy of the same kind.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.contiguous(pl.from_dlpack(np.zeros((2, 3)).T)).strides\n"
+"(2, 1)");
+
+PyDoc_STRVAR(to_order_doc,
+"to_order($module, /, x, order, *, copy=None)\n--\n\n"
+"The C half of pylayout.to_order (which see).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.to_order(pl.from_dlpack(np.zeros((2, 3))), (1, 0)).strides\n"
+"(1, 2)");
+
+PyDoc_STRVAR(copy_into_doc,
+"copy_into($module, /, dst, src)\n--\n\n"
+"The C half of pylayout.copy_into (which see): copies src into dst, same\n"
+"shape and dtype, any strides; returns dst.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> out = np.zeros((2, 2))\n"
+">>> pl._core.copy_into(out, np.eye(2)) is out\n"
+"True");
+
+PyDoc_STRVAR(view_as_complex_doc,
+"view_as_complex($module, /, x, *, copy=None)\n--\n\n"
+"The C half of pylayout.view_as_complex (which see), for non-torch input;\n"
+"returns a pylayout.Tensor.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.view_as_complex(np.zeros((3, 2), np.float32)).dtype\n"
+"'complex64'");
+
+PyDoc_STRVAR(view_as_real_doc,
+"view_as_real($module, z, /)\n--\n\n"
+"The C half of pylayout.view_as_real (which see), for non-torch input.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.view_as_real(np.zeros(3, np.complex64)).shape\n"
+"(3, 2)");
+
+PyDoc_STRVAR(canonicalize_doc,
+"canonicalize($module, x, /)\n--\n\n"
+"The C half of pylayout.canonicalize (which see), for non-torch input.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.canonicalize(np.zeros((4, 2, 1), np.float32).transpose(0, 2, 1)).strides\n"
+"(2, 2, 1)");
+
+PyDoc_STRVAR(pack_complex_doc,
+"pack_complex($module, /, re, im, *, out=None)\n--\n\n"
+"The C half of pylayout.pack_complex (which see).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.pack_complex(np.ones(2), np.zeros(2)).dtype\n"
+"'complex128'");
+
+PyDoc_STRVAR(unpack_complex_doc,
+"unpack_complex($module, /, z, *, copy=True)\n--\n\n"
+"The C half of pylayout.unpack_complex (which see).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> [t.strides for t in pl._core.unpack_complex(np.zeros(3, np.complex64), copy=False)]\n"
+"[(2,), (2,)]");
+
+PyDoc_STRVAR(set_num_threads_doc,
+"set_num_threads($module, n, /)\n--\n\n"
+"Sets the number of threads pylayout's copies use, for the whole process\n"
+"(n >= 1; 0 or less restores the default).\n\n"
+">>> import pylayout as pl\n"
+">>> n = pl.get_num_threads(); pl.set_num_threads(1); pl.get_num_threads()\n"
+"1\n"
+">>> pl.set_num_threads(n)");
+
+PyDoc_STRVAR(get_num_threads_doc,
+"get_num_threads($module, /)\n--\n\n"
+"The number of threads pylayout's copies use (1 without OpenMP).\n\n"
+">>> import pylayout as pl\n"
+">>> pl.get_num_threads() >= 1\n"
+"True");
+
+PyDoc_STRVAR(set_cache_limit_doc,
+"set_cache_limit($module, nbytes, /)\n--\n\n"
+"Caps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
+"lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"
+"them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT, else\n"
+"RAM / 8 (at least 1 GiB).\n\n"
+">>> import pylayout as pl\n"
+">>> old = pl.cache_info()['limit']; pl.set_cache_limit(0); pl.cache_info()['held']\n"
+"0\n"
+">>> pl.set_cache_limit(old)");
+
+PyDoc_STRVAR(cache_info_doc,
+"cache_info($module, /)\n--\n\n"
+"{'limit': bytes, 'held': bytes} of the output reuse cache.\n\n"
+">>> import pylayout as pl\n"
+">>> sorted(pl.cache_info())\n"
+"['held', 'limit']");
+
+PyDoc_STRVAR(build_info_doc,
+"build_info($module, /)\n--\n\n"
+"Facts about this build: version, DLPack version, OpenMP, the SIMD path\n"
+"chosen at run time, the thread count.\n\n"
+">>> import pylayout as pl\n"
+">>> sorted(pl._core.build_info())[:3]\n"
+"['dlpack_version', 'num_threads', 'openmp']");
+
+PyDoc_STRVAR(to_type_doc,
+"_to_type($module, tensor, target, /)\n--\n\n"
+"tensor (a pylayout.Tensor) as an object of type `target` through that\n"
+"type's DLPack C exchange API, or None if it has none.  For the benchmark.");
+
+PyDoc_STRVAR(format_strides_doc,
+"format_strides($module, /, shape, format='contiguous')\n--\n\n"
+"The element strides of a dense tensor of `shape` in `format` (what\n"
+"pylayout.contiguous(x, format) gives x of that shape).\n\n"
+">>> import pylayout as pl\n"
+">>> pl._core.format_strides((2, 3, 4, 5), 'channels_last')\n"
+"(60, 1, 15, 3)");
+
+PyDoc_STRVAR(order_strides_doc,
+"order_strides($module, /, shape, order)\n--\n\n"
+"The element strides of a dense tensor of `shape` whose dims are laid out\n"
+"in `order`, outermost first (what pylayout.to_order gives).\n\n"
+">>> import pylayout as pl\n"
+">>> pl._core.order_strides((2, 3, 4), (2, 0, 1))\n"
+"(3, 1, 6)");
+
+#define KW_METHOD(name, fn) {#name, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS, name##_doc}
+
 static PyMethodDef module_methods[] = {
-    {"from_dlpack", (PyCFunction)(void (*)(void))mod_from_dlpack, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"is_contiguous", (PyCFunction)(void (*)(void))mod_is_contiguous, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"suggest_format", mod_suggest_format, METH_O, NULL},
-    {"is_dense", mod_is_dense, METH_O, NULL},
-    {"empty", (PyCFunction)(void (*)(void))mod_empty, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"contiguous", (PyCFunction)(void (*)(void))mod_convert, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"to_order", (PyCFunction)(void (*)(void))mod_to_order, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"copy_into", (PyCFunction)(void (*)(void))mod_copy_into, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"view_as_complex", (PyCFunction)(void (*)(void))mod_view_as_complex, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"view_as_real", mod_view_as_real, METH_O, NULL},
-    {"canonicalize", mod_canonicalize, METH_O, NULL},
-    {"pack_complex", (PyCFunction)(void (*)(void))mod_pack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"unpack_complex", (PyCFunction)(void (*)(void))mod_unpack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
-    {"format_strides", (PyCFunction)(void (*)(void))mod_format_strides, METH_VARARGS | METH_KEYWORDS,
-     "format_strides(shape, format='contiguous')\n--\n\n"
-     "The element strides of a dense tensor of `shape` in `format` (what\n"
-     "pylayout.contiguous(x, format) gives x of that shape).\n\n"
-     ">>> import pylayout as pl\n>>> pl._core.format_strides((2, 3, 4, 5), 'channels_last')\n(60, 1, 15, 3)"},
-    {"order_strides", (PyCFunction)(void (*)(void))mod_order_strides, METH_VARARGS | METH_KEYWORDS,
-     "order_strides(shape, order)\n--\n\n"
-     "The element strides of a dense tensor of `shape` whose dims are laid out\n"
-     "in `order`, outermost first (what pylayout.to_order gives).\n\n"
-     ">>> import pylayout as pl\n>>> pl._core.order_strides((2, 3, 4), (2, 0, 1))\n(3, 1, 6)"},
-    {"set_num_threads", mod_set_num_threads, METH_O, NULL},
-    {"get_num_threads", mod_get_num_threads, METH_NOARGS, NULL},
-    {"set_cache_limit", mod_set_cache_limit, METH_O,
-     "set_cache_limit(nbytes)\n--\n\nCaps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
-     "lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"
-     "them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT, else RAM / 8 (at least 1 GiB)."},
-    {"cache_info", mod_cache_info, METH_NOARGS,
-     "cache_info()\n--\n\n{'limit': bytes, 'held': bytes} of the output reuse cache."},
-    {"build_info", mod_build_info, METH_NOARGS, NULL},
-    {"_to_type", mod_to_type, METH_VARARGS, NULL},
+    KW_METHOD(from_dlpack, mod_from_dlpack),
+    KW_METHOD(is_contiguous, mod_is_contiguous),
+    {"suggest_format", mod_suggest_format, METH_O, suggest_format_doc},
+    {"is_dense", mod_is_dense, METH_O, is_dense_doc},
+    KW_METHOD(empty, mod_empty),
+    KW_METHOD(contiguous, mod_convert),
+    KW_METHOD(to_order, mod_to_order),
+    KW_METHOD(copy_into, mod_copy_into),
+    KW_METHOD(view_as_complex, mod_view_as_complex),
+    {"view_as_real", mod_view_as_real, METH_O, view_as_real_doc},
+    {"canonicalize", mod_canonicalize, METH_O, canonicalize_doc},
+    KW_METHOD(pack_complex, mod_pack_complex),
+    KW_METHOD(unpack_complex, mod_unpack_complex),
+    KW_METHOD(format_strides, mod_format_strides),
+    KW_METHOD(order_strides, mod_order_strides),
+    {"set_num_threads", mod_set_num_threads, METH_O, set_num_threads_doc},
+    {"get_num_threads", mod_get_num_threads, METH_NOARGS, get_num_threads_doc},
+    {"set_cache_limit", mod_set_cache_limit, METH_O, set_cache_limit_doc},
+    {"cache_info", mod_cache_info, METH_NOARGS, cache_info_doc},
+    {"build_info", mod_build_info, METH_NOARGS, build_info_doc},
+    {"_to_type", mod_to_type, METH_VARARGS, to_type_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,6 +9,7 @@
  * strides with torch's own arithmetic so results agree wherever torch agrees.
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "copy_kernels.h"
@@ -91,10 +92,15 @@ pylayout_status pylayout_view_as_complex(pylayout_tensor *x, pylayout_tensor **v
                               "of bfloat16 or integers do not exist in DLPack, torch or NumPy",
                               _pylayout_dtype_name(dl->dtype) ? _pylayout_dtype_name(dl->dtype) : "unknown");
     int32_t n = dl->ndim;
-    if (n == 0 || dl->shape[n - 1] != 2)
+    if (n == 0 || dl->shape[n - 1] != 2) {
+        char shape[160] = "(";
+        for (int32_t d = 0; d < n && strlen(shape) < sizeof shape - 32; d++)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), d ? ", %lld" : "%lld",
+                     (long long)dl->shape[d]);
+        strcat(shape, n == 1 ? ",)" : ")");
         return _pylayout_fail(PYLAYOUT_ERR_SHAPE_MISMATCH,
-                              "view_as_complex needs a last dim of size 2 holding (real, imag); got shape with %s",
-                              n == 0 ? "no dims" : "a last dim of another size");
+                              "view_as_complex needs a last dim of size 2 holding (real, imag); got shape %s", shape);
+    }
     int64_t numel = 1;
     for (int32_t d = 0; d < n; d++)
         numel *= dl->shape[d];

@@ -418,3 +418,51 @@ pylayout_status pylayout_order_strides(int32_t ndim, const int64_t *shape, const
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }
+
+/* c10's infer_dense_strides (what torch.empty_like(preserve_format) does for a
+ * tensor that is not dense): an insertion sort of the dims, starting from
+ * the innermost, by ascending stride; a stride-0 dim compares equal to every
+ * dim (so it does not move), equal strides put the smaller size inside. */
+static int like_compare(const int64_t *shape, const int64_t *strides, int32_t a, int32_t b)
+{
+    if (strides[a] == 0 || strides[b] == 0)
+        return 0;
+    if (strides[a] != strides[b])
+        return strides[a] < strides[b] ? -1 : 1;
+    return shape[a] > shape[b] ? 1 : 0;
+}
+
+pylayout_status pylayout_like_order(const DLTensor *t, int32_t *order_ret)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM], numel;
+    pylayout_status st = check_meta(t, strides, &numel);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (t->ndim > 0 && !order_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "order_ret is NULL");
+    const int32_t n = t->ndim;
+    bool dense = false;
+    pylayout_is_dense(t, &dense);
+    int32_t perm[PYLAYOUT_MAX_NDIM]; /* innermost first */
+    for (int32_t i = 0; i < n; i++)
+        perm[i] = n - 1 - i;
+    for (int32_t i = 1; i < n; i++) {
+        int32_t d1 = i;
+        for (int32_t d0 = i - 1; d0 >= 0; d0--) {
+            int c = dense ? (strides[perm[d0]] > strides[perm[d1]] ? 1 : strides[perm[d0]] < strides[perm[d1]] ? -1 : 0)
+                          : like_compare(t->shape, strides, perm[d0], perm[d1]);
+            if (c > 0) {
+                int32_t tmp = perm[d0];
+                perm[d0] = perm[d1];
+                perm[d1] = tmp;
+                d1 = d0;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    }
+    for (int32_t i = 0; i < n; i++)
+        order_ret[i] = perm[n - 1 - i];
+    _pylayout_clear_error();
+    return PYLAYOUT_OK;
+}

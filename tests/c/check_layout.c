@@ -652,6 +652,55 @@ START_TEST(test_order_matches_formats)
 }
 END_TEST
 
+/* pylayout_like_order: rows checked against torch 2.13's
+ * x.clone(memory_format=torch.preserve_format).stride() (c10's
+ * infer_dense_strides) for the same shape and strides. */
+typedef struct {
+    int32_t ndim;
+    int64_t shape[4], strides[4];
+    int64_t torch_strides[4]; /* of the preserve_format clone */
+} like_case;
+
+static const like_case like_cases[] = {
+    {2, {3, 4}, {4, 1}, {4, 1}},                          /* dense: its own strides */
+    {2, {3, 4}, {1, 3}, {1, 3}},                          /* transposed, dense */
+    {3, {2, 3, 4}, {24, 1, 6}, {12, 1, 3}},               /* sliced: stride order kept */
+    {4, {2, 3, 4, 5}, {120, 1, 30, 6}, {60, 1, 15, 3}},   /* channels_last with gaps */
+    {3, {2, 3, 4}, {0, 4, 1}, {12, 4, 1}},                /* broadcast dim stays in place */
+    {3, {4, 3, 2}, {2, 2, 1}, {6, 2, 1}},                 /* equal strides: smaller size inside */
+    {4, {2, 1, 2, 2}, {24, 60, 6, 12}, {4, 8, 1, 2}},     /* a size-1 dim with the largest stride */
+};
+#define N_LIKE_CASES ((int)(sizeof like_cases / sizeof like_cases[0]))
+
+START_TEST(test_like_order_table)
+{
+    const like_case *c = &like_cases[_i];
+    DLTensor t = {.data = (void *)64, .device = {kDLCPU, 0}, .ndim = c->ndim, .dtype = {kDLFloat, 32, 1},
+                  .shape = (int64_t *)c->shape, .strides = (int64_t *)c->strides};
+    int32_t order[4];
+    int64_t got[4];
+    ck_assert_int_eq(pylayout_like_order(&t, order), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_order_strides(c->ndim, c->shape, order, got), PYLAYOUT_OK);
+    for (int32_t d = 0; d < c->ndim; d++)
+        ck_assert_msg(got[d] == c->torch_strides[d], "row %d: stride[%d] = %lld, torch says %lld", _i, (int)d,
+                      (long long)got[d], (long long)c->torch_strides[d]);
+}
+END_TEST
+
+START_TEST(test_like_order_errors)
+{
+    int64_t shape[2] = {2, -3}, strides[2] = {1, 1};
+    DLTensor t = {.data = (void *)64, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1},
+                  .shape = shape, .strides = strides};
+    int32_t order[2];
+    ck_assert_int_eq(pylayout_like_order(NULL, order), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_like_order(&t, order), PYLAYOUT_ERR_INVALID_TENSOR);
+    shape[1] = 3;
+    ck_assert_int_eq(pylayout_like_order(&t, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_like_order(&t, order), PYLAYOUT_OK);
+}
+END_TEST
+
 START_TEST(test_order_strides_errors)
 {
     int64_t shape[4] = {2, 3, 4, 5}, neg[4] = {2, -3, 4, 5}, strides[4];
@@ -732,6 +781,8 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, test_format_strides_errors);
     tcase_add_loop_test(tc, test_order_strides_table, 0, N_ORDER_CASES);
     tcase_add_test(tc, test_order_matches_formats);
+    tcase_add_loop_test(tc, test_like_order_table, 0, N_LIKE_CASES);
+    tcase_add_test(tc, test_like_order_errors);
     tcase_add_test(tc, test_order_strides_errors);
     suite_add_tcase(s, tc);
     return s;

@@ -273,7 +273,10 @@ def test_format_argument_forms(torch):
     assert pl.is_contiguous(x, format="channels_last") is True
     assert pl.is_contiguous(x, torch.contiguous_format) is False
     assert pl.is_contiguous(x, "C") is False
-    for bad in ("nchw", "NHWC", "", "channels-last", torch.preserve_format, 3):
+    # torch.preserve_format (issue 14: torch's meaning): dense in some order
+    assert pl.is_contiguous(x, torch.preserve_format) is True
+    assert pl.is_contiguous(x[:, :, ::2], torch.preserve_format) is False
+    for bad in ("nchw", "NHWC", "", "channels-last", 3):
         with pytest.raises(ValueError):
             pl.is_contiguous(x, bad)
 
