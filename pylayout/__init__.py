@@ -16,7 +16,12 @@ from __future__ import annotations
 
 import sys as _sys
 
-from . import _core
+try:
+    from . import _core
+except ImportError as _error:  # the source tree, imported before a build: see _source_tree.py
+    from ._source_tree import hand_over as _hand_over
+
+    _core = _hand_over(__name__, __file__, _error)
 from ._explain import explain, layout
 from ._guards import LayoutError, LayoutWarning, require, requires
 from ._core import (
