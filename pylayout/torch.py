@@ -160,7 +160,7 @@ def _(x, fmt):
 _to_format_op.register_autograd(_identity_backward)
 
 
-def contiguous(x: torch.Tensor, format="contiguous") -> torch.Tensor:
+def contiguous(x: torch.Tensor, format: str | torch.memory_format = "contiguous") -> torch.Tensor:
     """`x` dense in `format` ("contiguous", "channels_last", "channels_last_3d",
     "fortran" or a torch.memory_format), differentiably; `x` itself when it
     already is (as torch's .contiguous() does)."""
