@@ -125,5 +125,39 @@ def test_demo_on_a_bare_install(tmp_path):
 def test_bench_quick_runs():
     pytest.importorskip("torch", reason="the benchmark compares against torch")
     pytest.importorskip("numpy", reason="the benchmark compares against NumPy")
-    out = run("bench", "--quick", "--only", "2-D transpose")
-    assert "| 2-D transpose" in out and "memcpy" in out
+    proc = subprocess.run([sys.executable, "-m", "pylayout", "bench", "--quick", "--only", "2-D transpose"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "| 2-D transpose" in proc.stdout and "memcpy" in proc.stdout
+    # not a terminal: no progress line, no carriage returns, only the table
+    assert "\r" not in proc.stdout + proc.stderr and "rows" not in proc.stderr
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_bench_progress_on_a_terminal(capsys):
+    from pylayout._bench import Progress
+
+    term = FakeTerminal()
+    progress = Progress(3, stream=term)
+    progress.measuring("case A")
+    assert term.getvalue().endswith("[0/3 rows, 0s so far] measuring case A")
+    progress.start -= 120          # two minutes into the run ...
+    progress.row("| case A | 1 |")
+    assert capsys.readouterr().out == "| case A | 1 |\n"
+    assert term.getvalue().endswith("[1/3 rows, 2m00s so far, about 4m00s left] measuring case A")
+    progress.row("| case A | 2 |")
+    progress.row("| case A | 3 |")
+    progress.close()
+    assert term.getvalue().endswith("\r\x1b[K"), "the progress line is erased at the end"
+    capsys.readouterr()
+
+    piped = io.StringIO()          # not a terminal: nothing but the rows
+    quiet = Progress(2, stream=piped)
+    quiet.measuring("case B")
+    quiet.row("| case B | 1 |")
+    quiet.close()
+    assert piped.getvalue() == "" and capsys.readouterr().out == "| case B | 1 |\n"
