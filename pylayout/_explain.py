@@ -596,7 +596,7 @@ def _extent(shape, strides):
     return hi - lo + 1
 
 
-def explain(x) -> str:
+def explain(x: object) -> str:
     """A readable, multi-line explanation of `x`'s memory layout.
 
     `x` is a torch tensor, NumPy array, pylayout.Tensor, DLPack capsule (it is
