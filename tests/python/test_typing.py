@@ -93,12 +93,14 @@ def test_user_script_runs():
     assert proc.stdout.strip().endswith(": ok")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checker", ["mypy", "basedpyright"])
 def test_user_script_has_no_type_errors(checked, checker):
     errors, log = checked[checker]
     assert not errors.get(USER), f"{checker} --strict on a correct user script:\n{log}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("checker", ["mypy", "basedpyright"])
 def test_wrong_script_errors_are_caught(checked, checker):
     errors, log = checked[checker]
@@ -108,6 +110,7 @@ def test_wrong_script_errors_are_caught(checked, checker):
                                                f"expected on {sorted(want)}:\n{log}"
 
 
+@pytest.mark.slow
 def test_mypy_on_the_package():
     pytest.importorskip("mypy", reason="mypy checks pylayout's types and is not installed")
     proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull,
