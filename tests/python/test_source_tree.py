@@ -24,6 +24,18 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILT = pathlib.Path(pylayout.__file__).resolve().parent.parent   # where the tests import pylayout from
 
 
+def test_the_suite_imports_the_build_meson_made():
+    """Under `meson test`, pylayout must come from the build directory (PYTHONPATH), sources and
+    extension alike, never from a pylayout installed elsewhere."""
+    if "MESON_TEST_ITERATION" not in os.environ:
+        pytest.skip("only meaningful under meson test, which points PYTHONPATH at the build directory")
+    build = pathlib.Path(os.environ["PYTHONPATH"].split(os.pathsep)[0]).resolve()
+    assert BUILT == build, f"imported {pylayout.__file__}, not the build in {build}"
+    assert pathlib.Path(pylayout._core.__file__).resolve().parent == build / "pylayout"
+    for name in ("_explain", "_guards", "_demo", "_bench", "_source_tree", "__main__", "torch"):
+        assert (build / "pylayout" / f"{name}.py").is_file(), f"{name}.py is not staged in the build"
+
+
 @pytest.fixture()
 def clone(tmp_path):
     """A directory laid out like the clone's root: pylayout/ with sources and meson.build, no _core."""
