@@ -343,9 +343,10 @@ def speed_table() -> None:
     rows = speed_rows()
     who = [w for w in ("pylayout", "torch", "numpy", "memcpy") if w in rows[0].seconds]
     print(f"  best of {REPEAT} runs each, {threads()}")
-    print(f"  {'case':40} " + " ".join(f"{w:>9}" for w in who))
+    width = max(len(row.name) for row in rows)
+    print(f"  {'case':{width}} " + " ".join(f"{w:>9}" for w in who))
     for row in rows:
-        print(f"  {row.name:40} " + " ".join(f"{row.gbps(w):9.2f}" for w in who))
+        print(f"  {row.name:{width}} " + " ".join(f"{row.gbps(w):9.2f}" for w in who))
     print("  memcpy: the same bytes copied contiguously (one thread), the bound a layout conversion aims at")
 
 
