@@ -12,11 +12,15 @@ as the same kind of object that went in.
 >>> t.shape, t.strides, t.dtype
 ((2, 3), (3, 1), 'float32')
 """
-from __future__ import annotations
-
 import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any, overload as _overload
 
-from . import _core
+try:
+    from . import _core
+except ImportError as _error:  # the source tree, imported before a build: see _source_tree.py
+    from ._source_tree import hand_over as _hand_over
+
+    _core = _hand_over(__name__, __file__, _error)
 from ._explain import explain, layout
 from ._guards import LayoutError, LayoutWarning, require, requires
 from ._core import (
@@ -33,6 +37,16 @@ from ._core import (
     set_num_threads,
     suggest_format,
 )
+
+if _TYPE_CHECKING:  # annotations below are strings: numpy and torch are optional at run time
+    from collections.abc import Sequence
+
+    import numpy as np
+    import torch
+
+    from ._typing import Format, SupportsDLPack, _DLPackT, _DTypeT, _ShapeT
+
+    _NDArray = np.ndarray[tuple[int, ...], np.dtype[_Any]]
 
 __all__ = [
     "DLPACK_VERSION",
@@ -181,18 +195,37 @@ def _like(x, result, view=False):
     return result
 
 
-def contiguous(x, format="contiguous", *, memory_format=None, copy=None):
+@_overload
+def contiguous(  # type: ignore[overload-overlap]  # a torch tensor is also a DLPack producer
+    x: "torch.Tensor", format: "Format" = ..., *, memory_format: "Format | None" = ..., copy: "bool | None" = ...
+) -> "torch.Tensor": ...
+@_overload
+def contiguous(  # type: ignore[overload-overlap]
+    x: "np.ndarray[_ShapeT, _DTypeT]", format: "Format" = ..., *, memory_format: "Format | None" = ...,
+    copy: "bool | None" = ...,
+) -> "np.ndarray[_ShapeT, _DTypeT]": ...
+@_overload
+def contiguous(
+    x: "SupportsDLPack", format: "Format" = ..., *, memory_format: "Format | None" = ..., copy: "bool | None" = ...
+) -> "Tensor": ...
+def contiguous(
+    x: "SupportsDLPack", format: "Format" = "contiguous", *, memory_format: "Format | None" = None,
+    copy: "bool | None" = None,
+) -> _Any:
     """Return `x` dense in `format`, copying only if it is not already.
 
     `format` is "contiguous" (or "C"), "channels_last" (4-D),
     "channels_last_3d" (5-D), "fortran" (or "F"), or one of torch's
     memory_format objects, also as torch's keyword ``memory_format=``;
     ``torch.preserve_format`` keeps a dense tensor as it is and otherwise
-    converts to ``suggest_format(x)``, as torch's ``clone`` does.  When `x`
+    copies it in its own stride order, as torch's ``clone`` does.  When `x`
     already satisfies the format, `x` itself comes back (no copy).  Otherwise
-    a cache-blocked, parallel copy fills a new tensor of the same kind as `x`.
-    ``copy`` has the Array API's meaning: None copies only if needed, True
-    always returns a new tensor, False raises ValueError if a copy is needed.
+    a cache-blocked, parallel copy fills a new tensor of the same kind as `x`:
+    a torch.Tensor for a torch tensor, an ndarray for a NumPy array (a NumPy
+    subclass such as np.matrix comes back as a plain ndarray), a
+    pylayout.Tensor for any other DLPack producer.  ``copy`` has the Array
+    API's meaning: None copies only if needed, True always returns a new
+    tensor, False raises ValueError if a copy is needed.
 
     >>> import numpy as np, pylayout as pl
     >>> a = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 0, 1)
@@ -212,12 +245,24 @@ def contiguous(x, format="contiguous", *, memory_format=None, copy=None):
     return _like(x, _core.contiguous(x, format, copy=copy))
 
 
-def to_order(x, order, *, copy=None):
+@_overload
+def to_order(  # type: ignore[overload-overlap]
+    x: "torch.Tensor", order: "Sequence[int]", *, copy: "bool | None" = ...
+) -> "torch.Tensor": ...
+@_overload
+def to_order(  # type: ignore[overload-overlap]
+    x: "np.ndarray[_ShapeT, _DTypeT]", order: "Sequence[int]", *, copy: "bool | None" = ...
+) -> "np.ndarray[_ShapeT, _DTypeT]": ...
+@_overload
+def to_order(x: "SupportsDLPack", order: "Sequence[int]", *, copy: "bool | None" = ...) -> "Tensor": ...
+def to_order(x: "SupportsDLPack", order: "Sequence[int]", *, copy: "bool | None" = None) -> _Any:
     """Return `x` dense with its dims laid out in `order`, outermost first.
 
     `order` is a permutation of range(x.ndim); (0, 1, ..., n-1) is row-major
     and (n-1, ..., 0) is Fortran order.  Returns `x` itself when it already
-    is laid out that way (``copy`` as for contiguous()).
+    is laid out that way, else a copy of the same kind as `x` (a NumPy
+    subclass such as np.matrix comes back as a plain ndarray); ``copy`` as
+    for contiguous().
 
     >>> import numpy as np, pylayout as pl
     >>> a = np.zeros((2, 3, 4), dtype=np.int16)
@@ -230,7 +275,7 @@ def to_order(x, order, *, copy=None):
     return _like(x, _core.to_order(x, order, copy=copy))
 
 
-def copy_into(dst, src):
+def copy_into(dst: "_DLPackT", src: "SupportsDLPack") -> "_DLPackT":
     """Copy every element of `src` into `dst` (any strides) and return `dst`.
 
     Shapes and element sizes must match; `src` may broadcast (stride 0).
@@ -250,7 +295,27 @@ def copy_into(dst, src):
     return _core.copy_into(dst, src)
 
 
-def view_as_complex(x, *, copy=None):
+@_overload
+def view_as_complex(  # type: ignore[overload-overlap]
+    x: "torch.Tensor", *, copy: "bool | None" = ...
+) -> "torch.Tensor": ...
+@_overload
+def view_as_complex(  # type: ignore[overload-overlap]
+    x: "np.ndarray[_Any, np.dtype[np.float32]]", *, copy: "bool | None" = ...
+) -> "np.ndarray[tuple[int, ...], np.dtype[np.complex64]]": ...
+@_overload
+def view_as_complex(  # type: ignore[overload-overlap]
+    x: "np.ndarray[_Any, np.dtype[np.float64]]", *, copy: "bool | None" = ...
+) -> "np.ndarray[tuple[int, ...], np.dtype[np.complex128]]": ...
+@_overload
+def view_as_complex(x: "np.ndarray[_Any, np.dtype[np.float16]]", *, copy: "bool | None" = ...) -> "Tensor": ...
+@_overload
+def view_as_complex(  # type: ignore[overload-overlap]
+    x: "np.ndarray[_Any, np.dtype[np.floating[_Any]]]", *, copy: "bool | None" = ...
+) -> "np.ndarray[tuple[int, ...], np.dtype[np.complexfloating[_Any, _Any]]] | Tensor": ...
+@_overload
+def view_as_complex(x: "SupportsDLPack", *, copy: "bool | None" = ...) -> "Tensor": ...
+def view_as_complex(x: "SupportsDLPack", *, copy: "bool | None" = None) -> _Any:
     """View a real tensor whose last dim holds (real, imag) as complex, zero-copy.
 
     The view exists whenever memory allows it: the last dim has size 2 and
@@ -284,7 +349,23 @@ def view_as_complex(x, *, copy=None):
     return _like(x, z, view=z.data_ptr == t.data_ptr)  # a view keeps t's data pointer; a packed copy has its own
 
 
-def view_as_real(z):
+@_overload
+def view_as_real(z: "torch.Tensor") -> "torch.Tensor": ...  # type: ignore[overload-overlap]
+@_overload
+def view_as_real(  # type: ignore[overload-overlap]
+    z: "np.ndarray[_Any, np.dtype[np.complex64]]",
+) -> "np.ndarray[tuple[int, ...], np.dtype[np.float32]]": ...
+@_overload
+def view_as_real(  # type: ignore[overload-overlap]
+    z: "np.ndarray[_Any, np.dtype[np.complex128]]",
+) -> "np.ndarray[tuple[int, ...], np.dtype[np.float64]]": ...
+@_overload
+def view_as_real(  # type: ignore[overload-overlap]
+    z: "np.ndarray[_Any, np.dtype[np.complexfloating[_Any, _Any]]]",
+) -> "np.ndarray[tuple[int, ...], np.dtype[np.floating[_Any]]]": ...
+@_overload
+def view_as_real(z: "SupportsDLPack") -> "Tensor": ...
+def view_as_real(z: "SupportsDLPack") -> _Any:
     """View a complex tensor as real with a trailing (real, imag) dim of size 2, zero-copy.
 
     >>> import numpy as np, pylayout as pl
@@ -298,7 +379,31 @@ def view_as_real(z):
     return _like(z, _core.view_as_real(z), view=True)
 
 
-def pack_complex(re, im, *, out=None):
+@_overload
+def pack_complex(re: "SupportsDLPack", im: "SupportsDLPack", *, out: "_DLPackT") -> "_DLPackT": ...
+@_overload
+def pack_complex(  # type: ignore[overload-overlap]
+    re: "torch.Tensor", im: "torch.Tensor", *, out: None = ...
+) -> "torch.Tensor": ...
+@_overload
+def pack_complex(  # type: ignore[overload-overlap]
+    re: "np.ndarray[_ShapeT, np.dtype[np.float32]]", im: "_NDArray", *, out: None = ...
+) -> "np.ndarray[_ShapeT, np.dtype[np.complex64]]": ...
+@_overload
+def pack_complex(  # type: ignore[overload-overlap]
+    re: "np.ndarray[_ShapeT, np.dtype[np.float64]]", im: "_NDArray", *, out: None = ...
+) -> "np.ndarray[_ShapeT, np.dtype[np.complex128]]": ...
+@_overload
+def pack_complex(
+    re: "np.ndarray[_ShapeT, np.dtype[np.float16]]", im: "_NDArray", *, out: None = ...
+) -> "Tensor": ...
+@_overload
+def pack_complex(  # type: ignore[overload-overlap]
+    re: "np.ndarray[_ShapeT, np.dtype[np.floating[_Any]]]", im: "_NDArray", *, out: None = ...
+) -> "np.ndarray[_ShapeT, np.dtype[np.complexfloating[_Any, _Any]]] | Tensor": ...
+@_overload
+def pack_complex(re: "SupportsDLPack", im: "SupportsDLPack", *, out: None = ...) -> "Tensor": ...
+def pack_complex(re: "SupportsDLPack", im: "SupportsDLPack", *, out: "SupportsDLPack | None" = None) -> _Any:
     """Interleave planar real and imaginary parts into a complex tensor: re + 1j*im.
 
     `re` and `im` share a shape and a real dtype and may be broadcast views
@@ -318,7 +423,25 @@ def pack_complex(re, im, *, out=None):
     return result if out is not None else _like(re, result)
 
 
-def unpack_complex(z, *, copy=True):
+@_overload
+def unpack_complex(  # type: ignore[overload-overlap]
+    z: "torch.Tensor", *, copy: bool = ...
+) -> "tuple[torch.Tensor, torch.Tensor]": ...
+@_overload
+def unpack_complex(  # type: ignore[overload-overlap]
+    z: "np.ndarray[_ShapeT, np.dtype[np.complex64]]", *, copy: bool = ...
+) -> "tuple[np.ndarray[_ShapeT, np.dtype[np.float32]], np.ndarray[_ShapeT, np.dtype[np.float32]]]": ...
+@_overload
+def unpack_complex(  # type: ignore[overload-overlap]
+    z: "np.ndarray[_ShapeT, np.dtype[np.complex128]]", *, copy: bool = ...
+) -> "tuple[np.ndarray[_ShapeT, np.dtype[np.float64]], np.ndarray[_ShapeT, np.dtype[np.float64]]]": ...
+@_overload
+def unpack_complex(  # type: ignore[overload-overlap]
+    z: "np.ndarray[_ShapeT, np.dtype[np.complexfloating[_Any, _Any]]]", *, copy: bool = ...
+) -> "tuple[np.ndarray[_ShapeT, np.dtype[np.floating[_Any]]], np.ndarray[_ShapeT, np.dtype[np.floating[_Any]]]]": ...
+@_overload
+def unpack_complex(z: "SupportsDLPack", *, copy: bool = ...) -> "tuple[Tensor, Tensor]": ...
+def unpack_complex(z: "SupportsDLPack", *, copy: bool = True) -> _Any:
     """Split a complex tensor into planar (real, imag) tensors.
 
     ``copy=True`` returns two new contiguous tensors; ``copy=False`` returns
@@ -336,7 +459,15 @@ def unpack_complex(z, *, copy=True):
     return _like(z, re, view=not copy), _like(z, im, view=not copy)
 
 
-def canonicalize(x):
+@_overload
+def canonicalize(x: "torch.Tensor") -> "torch.Tensor": ...  # type: ignore[overload-overlap]
+@_overload
+def canonicalize(  # type: ignore[overload-overlap]
+    x: "np.ndarray[_ShapeT, _DTypeT]",
+) -> "np.ndarray[_ShapeT, _DTypeT]": ...
+@_overload
+def canonicalize(x: "SupportsDLPack") -> "Tensor": ...
+def canonicalize(x: "SupportsDLPack") -> _Any:
     """Zero-copy view of `x` whose size-1 dims carry canonical strides.
 
     A size-1 dim's stride never matters for which memory a tensor covers,
@@ -355,7 +486,7 @@ def canonicalize(x):
     return _like(x, _core.canonicalize(x), view=True)
 
 
-def info() -> dict:
+def info() -> "dict[str, _Any]":
     """Versions and build facts: DLPack version, OpenMP, SIMD path, threads, peers."""
     d = dict(_core.build_info())
     for name in ("numpy", "torch"):

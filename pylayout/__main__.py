@@ -1,29 +1,56 @@
-"""python -m pylayout {demo,info,bench}"""
-from __future__ import annotations
+"""pylayout's command line: demo, info, bench.
 
+Run as ``python -m pylayout COMMAND`` or, after ``pip install .``, as the
+``pylayout COMMAND`` console script.
+"""
 import argparse
+import os
 import sys
+from typing import Optional, Sequence
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pylayout", description=__doc__)
+def _prog() -> str:
+    """The name the user typed: `pylayout` for the console script, else `python -m pylayout`."""
+    base = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "pylayout" if base.startswith("pylayout") else "python -m pylayout"
+
+
+def _info() -> int:
+    """pylayout's own facts first (instant), then the peers, whose import can take seconds."""
+    from . import _core
+
+    facts = dict(_core.build_info())
+    for key, value in facts.items():
+        print(f"{key:>14}: {value}", flush=True)
+    from . import info
+
+    for key, value in info().items():
+        if key not in facts:
+            print(f"{key:>14}: {value if value is not None else 'not installed'}", flush=True)
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog=_prog(), description="Tensor memory layouts over DLPack.")
+    parser.add_argument("--version", action="version", version=f"pylayout {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run pylayout on built-in example tensors")
-    sub.add_parser("info", help="versions, DLPack, OpenMP, SIMD path, threads")
+    sub.add_parser("info", help="versions, DLPack, OpenMP, SIMD path, threads, peers")
     bench = sub.add_parser("bench", help="benchmark against torch, NumPy and memcpy")
     bench.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     bench.add_argument("--only", default=None, help="run only cases whose name contains this")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run
+
         return run()
     if args.command == "info":
-        from . import info
-        for key, value in info().items():
-            print(f"{key:>14}: {value if value is not None else 'not installed'}")
-        return 0
-    from ._bench import run
-    return run(quick=args.quick, only=args.only)
+        return _info()
+    from ._bench import run as bench_run
+
+    return bench_run(quick=args.quick, only=args.only)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,14 @@ import gc
 import os
 import platform
 import random
+import sys
 import time
+from typing import Any, TextIO
 
 import pylayout as pl
 
+np: Any
+torch: Any
 try:
     import numpy as np
 except ImportError:  # pragma: no cover - NumPy is an optional peer
@@ -74,6 +78,54 @@ def bytes_pair(nbytes: int):
     return src, dst
 
 
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
+class Progress:
+    """Rows done / total and an estimate of the time left, on stderr while it is a terminal.
+
+    Rows take 5-35 s each.  ``row(line)`` prints a finished table row on stdout
+    and redraws the progress line in place below it; off a terminal (a pipe, a
+    log file, CI) nothing extra is written, so the output is just the table.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.total, self.done, self.label = total, 0, ""
+        self.stream = sys.stderr if stream is None else stream
+        self.active = total > 0 and self.stream.isatty()
+        self.start = time.perf_counter()
+
+    def measuring(self, label: str) -> None:
+        self.label = label
+        self._draw()
+
+    def row(self, line: str) -> None:
+        self._clear()
+        print(line, flush=True)
+        self.done += 1
+        self._draw()
+
+    def close(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        if self.active:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+    def _draw(self) -> None:
+        if not self.active or self.done >= self.total:
+            return
+        elapsed = time.perf_counter() - self.start
+        text = f"[{self.done}/{self.total} rows, {_duration(elapsed)} so far"
+        if self.done:
+            text += f", about {_duration(elapsed / self.done * (self.total - self.done))} left"
+        self.stream.write("\r\x1b[K" + text + "]" + (f" measuring {self.label}" if self.label else ""))
+        self.stream.flush()
+
+
 def set_threads(n: int) -> None:
     pl.set_num_threads(n)
     if torch is not None:
@@ -126,8 +178,8 @@ def _np_of(x):
 
 def copy_cases(quick: bool) -> list[Case]:
     s = 8 if quick else 1  # shrink factor for --quick
-    cl = torch.channels_last if torch else "channels_last"
-    cl3 = torch.channels_last_3d if torch else "channels_last_3d"
+    cl: Any = torch.channels_last if torch else "channels_last"
+    cl3: Any = torch.channels_last_3d if torch else "channels_last_3d"
     cases = []
 
     def nchw(shape, dtype=None):
@@ -136,8 +188,8 @@ def copy_cases(quick: bool) -> list[Case]:
     def nhwc(shape):
         return lambda: torch.randn(*shape).contiguous(memory_format=cl)
 
-    for shape in [(64, 256, 56, 56), (32, 64, 112, 112)]:
-        shp = (max(1, shape[0] // s),) + shape[1:]
+    for nchw_shape in [(64, 256, 56, 56), (32, 64, 112, 112)]:
+        shp: tuple[int, ...] = (max(1, nchw_shape[0] // s),) + nchw_shape[1:]
         cases.append(Case(f"NCHW->channels_last f32 {shp}", nchw(shp),
                           lambda x: pl.contiguous(x, cl),
                           lambda x: x.contiguous(memory_format=cl),
@@ -214,9 +266,10 @@ def bench_copies(quick: bool, only: str | None) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(lines), flush=True)
-    for case in copy_cases(quick):
-        if only and only not in case.name:
-            continue
+    cases = [case for case in copy_cases(quick) if not only or only in case.name]
+    progress = Progress(len(cases) * len(nthreads))
+    for case in cases:
+        progress.measuring(case.name)
         x = case.make()
         a = _np_of(x)
         nbytes = x.numel() * x.element_size()
@@ -247,9 +300,10 @@ def bench_copies(quick: bool, only: str | None) -> list[str]:
                 f"| {i[0]:.2f} | {i[1]:.2f} | {i[2]:.2f} | {i[3]:.2f} | {i[0] / i[3]:.2f} | {i[0] / i[1]:.2f} "
                 f"| {i[0] / i[2]:.2f} |"
             )
-            print(lines[-1], flush=True)
+            progress.row(lines[-1])
         del x, a, dst, dst_a, src_np, dst_np, src_t, dst_t
         gc.collect()
+    progress.close()
     set_threads(os.cpu_count() or 1)
     return lines
 
@@ -308,16 +362,18 @@ def bench_complex(quick: bool, only: str | None) -> list[str]:
         (f"view_as_complex, not viewable ({n}, 2) transposed", lambda: pl.view_as_complex(x),
          lambda: torch.view_as_complex(x.contiguous()), None),
     ]
+    cases = [case for case in cases if not only or only in case[0]]
+    progress = Progress(len(cases) * len({1, os.cpu_count() or 1}))
     for name, ours, theirs, npy in cases:
-        if only and only not in name:
-            continue
+        progress.measuring(name)
         for t in sorted({1, os.cpu_count() or 1}):
             set_threads(t)
             g = [_gbps(nbytes, best_time(f, repeat)) if f else float("nan")
                  for f in (ours, theirs, npy, lambda: np.copyto(dst_np, src_np))]
             lines.append(f"| {name} | {t} | {g[0]:.2f} | {g[1]:.2f} | {g[2]:.2f} | {g[3]:.2f} | {g[0] / g[3]:.2f} "
                          f"| {g[0] / g[1]:.2f} | {g[0] / g[2]:.2f} |")
-            print(lines[-1], flush=True)
+            progress.row(lines[-1])
+    progress.close()
     set_threads(os.cpu_count() or 1)
     return lines
 

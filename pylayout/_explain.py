@@ -27,9 +27,13 @@ _DEVICES = {
 }
 _REAL_FOR_COMPLEX = ("float16", "float32", "float64")
 _OVERLAP_ENUM_LIMIT = 1 << 17   # exact overlap check by enumerating addresses up to this many
-GRID_MAX = 16                   # layout() shows at most GRID_MAX x GRID_MAX elements
+GRID_MAX = 16                   # layout() shows at most GRID_MAX x GRID_MAX elements of a single panel,
+PANEL_CELLS_MAX = 8             # PANEL_CELLS_MAX x PANEL_CELLS_MAX of each panel when there are several,
+PANEL_COLS_MAX = 6              # PANEL_COLS_MAX panels side by side (dim -3)
+PANEL_ROWS_MAX = 4              # and PANEL_ROWS_MAX rows of panels (dim -4)
 
 OK, NO, NA = "\u2713", "\u2717", "\u00b7"
+RIGHT, DOWN = "\u2192", "\u2193"
 
 
 # ------------------------------------------------------------------ metadata
@@ -435,13 +439,8 @@ def _op_flat_view(m, name, out):
 
 
 def _op_channels_last(m, out):
-    if m.ndim == 4:
-        fmt, label = "channels_last", "channels_last kernel"
-    elif m.ndim == 5:
-        fmt, label = "channels_last_3d", "channels_last_3d kernel"
-    else:
-        out.append((None, "channels_last kernels", [f"n/a: need 4-D NCHW or 5-D NCDHW (this is {m.ndim}-D)"]))
-        return
+    fmt = "channels_last" if m.ndim == 4 else "channels_last_3d"   # explain() asks only for 4-D and 5-D
+    label = f"{fmt} kernel"
     if _query(m, fmt):
         extra = "" if _suggest(m) == fmt else (
             f" (ambiguous: also {_suggest(m)}; torch.suggest_memory_format picks {_suggest(m)})")
@@ -566,12 +565,16 @@ def _explain_meta(m):
     for note in m.notes:
         rows.append(("note", note))
 
+    # Only the ops that apply to x: view_as_complex to a real tensor whose last dim could hold
+    # (real, imag) pairs, channels_last kernels to 4-D and 5-D tensors.
     ops = []
     vac = "torch.view_as_complex"
     flat = {"torch": "x.view(-1)", "numpy": "a.reshape(-1, copy=False)"}.get(m.kind, "x.view(-1) in torch")
-    _op_view_as_complex(m, vac, ops)
+    if m.ndim and m.shape[-1] == 2 and not m.dtype.startswith("complex"):
+        _op_view_as_complex(m, vac, ops)
     _op_flat_view(m, flat, ops)
-    _op_channels_last(m, ops)
+    if m.ndim in (4, 5):
+        _op_channels_last(m, ops)
     _op_c_kernel(m, ops)
 
     lines = [f"pylayout.explain: {m.typename}"] + _kv(rows) + ["ops"]
@@ -593,17 +596,18 @@ def _extent(shape, strides):
     return hi - lo + 1
 
 
-def explain(x) -> str:
+def explain(x: object) -> str:
     """A readable, multi-line explanation of `x`'s memory layout.
 
     `x` is a torch tensor, NumPy array, pylayout.Tensor, DLPack capsule (it is
     consumed) or any ``__dlpack__`` producer, on any device: only metadata is
     read.  The text lists shape, dtype, strides in elements and bytes,
     offsets, the formats `x` satisfies (torch's rules, NumPy's C/F flags),
-    density and overlap, then an "ops" section: for torch.view_as_complex,
-    a flat .view(-1), channels_last kernels and C kernels wanting contiguous
-    input, whether each accepts `x` (\u2713/\u2717), why not, and the pylayout
-    call that fixes it.
+    density and overlap, then an "ops" section: for each op that applies to
+    `x` (torch.view_as_complex when the last dim has size 2, a flat .view(-1),
+    channels_last kernels for 4-D and 5-D tensors, C kernels wanting
+    contiguous input), whether it accepts `x` (\u2713/\u2717), why not, and the
+    pylayout call that fixes it.
 
     >>> import numpy as np, pylayout as pl
     >>> print(pl.explain(np.zeros((2, 3), dtype=np.float32).T))   # doctest: +ELLIPSIS
@@ -630,106 +634,240 @@ def _safe_meta(x):
 
 # ------------------------------------------------------------------ layout()
 
-def _grid(m):
-    """(rows, cols, ranks, offsets, caption) of the displayed 2-D slice, or None."""
-    if m.strides is None:
+class _Panel:
+    """One 2-D slice of the picture: the elements x[lead..., i, j] for the shown i, j."""
+
+    def __init__(self, label: str, offsets: list[list[int]], index: list[list[tuple[int, ...]]]):
+        self.label, self.offsets, self.index = label, offsets, index
+
+
+class _Axis:
+    """A dim drawn along the picture: its number, size, shown size and stride."""
+
+    def __init__(self, dim: int, size: int, stride: int, cap: int):
+        self.dim, self.size, self.stride = dim, size, stride
+        self.shown = min(size, cap)
+
+    def label(self, arrow: str) -> str:
+        text = f"dim {self.dim} {arrow} stride {self.stride}"
+        if self.stride == 0 and self.size > 1:
+            text += " (broadcast: every step is the same memory)"
+        elif self.stride < 0:
+            text += " (steps go down in memory)"
+        if self.shown < self.size:
+            text += f", first {self.shown} of {self.size}"
+        return text
+
+
+class _Picture:
+    """Where each shown element lives: its offset, in elements, from the tensor's lowest address.
+
+    The last two dims form each panel (rows, columns); for 3-D and higher the
+    dim before them lays panels side by side, and for 4-D and higher the one
+    before that stacks rows of panels.  Leading dims beyond four are shown at
+    index 0.  Offsets count from the lowest address any element of the whole
+    tensor has, so a panel's numbers and colours say where in memory it sits.
+    """
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...]):
+        nd = len(shape)
+        self.lo = sum((n - 1) * st for n, st in zip(shape, strides) if st < 0)
+        self.span = sum((n - 1) * abs(st) for n, st in zip(shape, strides))
+        n_panels = (shape[-3] if nd >= 3 else 1) * (shape[-4] if nd >= 4 else 1)
+        cap = GRID_MAX if n_panels == 1 else PANEL_CELLS_MAX
+        self.cols = _Axis(nd - 1, shape[-1], strides[-1], cap) if nd >= 1 else None
+        self.rows = _Axis(nd - 2, shape[-2], strides[-2], cap) if nd >= 2 else None
+        self.panel_cols = _Axis(nd - 3, shape[-3], strides[-3], PANEL_COLS_MAX) if nd >= 3 else None
+        self.panel_rows = _Axis(nd - 4, shape[-4], strides[-4], PANEL_ROWS_MAX) if nd >= 4 else None
+        self.lead = max(nd - 4, 0)
+        self.ndim = nd
+        self.grid: list[list[_Panel]] = []
+        for pr in range(self.panel_rows.shown if self.panel_rows else 1):
+            row = []
+            for pc in range(self.panel_cols.shown if self.panel_cols else 1):
+                row.append(self._panel(strides, pr, pc))
+            self.grid.append(row)
+        counts: dict[int, int] = {}
+        for panel in self.panels():
+            for line in panel.offsets:
+                for off in line:
+                    counts[off] = counts.get(off, 0) + 1
+        self.shared = {off for off, k in counts.items() if k > 1}
+
+    def panels(self) -> list[_Panel]:
+        return [p for row in self.grid for p in row]
+
+    def _panel(self, strides: tuple[int, ...], pr: int, pc: int) -> _Panel:
+        outer = [0] * self.lead + ([pr] if self.panel_rows else []) + ([pc] if self.panel_cols else [])
+        base = sum(i * st for i, st in zip(outer, strides)) - self.lo
+        n_rows = self.rows.shown if self.rows else 1
+        n_cols = self.cols.shown if self.cols else 1
+        r_st = self.rows.stride if self.rows else 0
+        c_st = self.cols.stride if self.cols else 0
+        offsets = [[base + i * r_st + j * c_st for j in range(n_cols)] for i in range(n_rows)]
+        inner = (lambda i, j: (i, j)) if self.rows else ((lambda i, j: (j,)) if self.cols else (lambda i, j: ()))
+        index = [[tuple(outer) + inner(i, j) for j in range(n_cols)] for i in range(n_rows)]
+        label = ""
+        if self.ndim >= 3:
+            label = "x[" + ", ".join([str(i) for i in outer] + [":", ":"]) + "]"
+        return _Panel(label, offsets, index)
+
+    def hue(self, off: int) -> int:
+        """240 (blue) at the lowest address, 0 (red) at the highest."""
+        return round(240 * (1 - off / self.span)) if self.span else 240
+
+    def caption(self) -> str:
+        if self.ndim == 0:
+            return "0-d: one element"
+        parts = []
+        if self.lead:
+            parts.append(f"{self.ndim}-D: dims 0..{self.lead - 1} at index 0")
+        return "; ".join(parts)
+
+
+def _picture(m: _Meta) -> _Picture | None:
+    if m.strides is None or m.numel == 0:
         return None
-    shape, strides = m.shape, m.strides
-    if m.numel == 0:
-        return None
-    if m.ndim == 0:
-        r_size, c_size, r_st, c_st = 1, 1, 0, 0
-        caption = "0-d: one element"
-    elif m.ndim == 1:
-        r_size, c_size, r_st, c_st = 1, shape[0], 0, strides[0]
-        caption = "1-D: one row"
-    else:
-        r_size, c_size, r_st, c_st = shape[-2], shape[-1], strides[-2], strides[-1]
-        caption = ("" if m.ndim == 2 else
-                   f"last two dims of x[{', '.join(['0'] * (m.ndim - 2))}] ({m.ndim}-D tensor)")
-    rows, cols = min(r_size, GRID_MAX), min(c_size, GRID_MAX)
-    offsets = [[i * r_st + j * c_st for j in range(cols)] for i in range(rows)]
-    order = {o: k for k, o in enumerate(sorted({o for row in offsets for o in row}))}
-    ranks = [[order[o] for o in row] for row in offsets]
-    if rows < r_size or cols < c_size:
-        caption = (caption + "; " if caption else "") + (
-            f"showing {rows}x{cols} of {r_size}x{c_size} \u2026")
-    return rows, cols, ranks, offsets, caption, len(order)
+    return _Picture(tuple(m.shape), tuple(m.strides))
+
+
+def _axis_html(axis: _Axis | None, arrow: str) -> str:
+    return _html.escape(axis.label(arrow)) if axis else ""
 
 
 class Layout:
-    """A tensor's layout: explain() text plus a grid of memory order.
+    """A tensor's layout: explain() text plus a picture of where each element lives in memory.
 
     ``str()``/``repr()`` give plain text; notebooks render ``_repr_html_``.
     """
 
-    def __init__(self, x):
+    def __init__(self, x: object) -> None:
         m = _safe_meta(x)
+        self.meta: _Meta | None
+        self.picture: _Picture | None
         if isinstance(m, str):
-            self.meta, self.text, self.grid = None, m, None
+            self.meta, self.text, self.picture = None, m, None
         else:
-            self.meta, self.text, self.grid = m, _explain_meta(m), _grid(m)
+            self.meta, self.text, self.picture = m, _explain_meta(m), _picture(m)
 
-    def _text_grid(self):
-        g = self.grid
-        if g is None:
+    def _text_picture(self) -> str:
+        pic = self.picture
+        if pic is None:
             return ""
-        rows, cols, ranks, _offsets, caption, _n = g
-        w = max(len(str(v)) for row in ranks for v in row)
-        w = max(w, len(str(cols - 1)))
-        lw = len(str(rows - 1))
-        head = " " * (lw + 3) + " ".join(str(j).rjust(w) for j in range(cols))
-        lines = ["memory order (0 = lowest address; equal numbers share an address)"
-                 + (f": {caption}" if caption else ""), head]
-        for i, row in enumerate(ranks):
-            lines.append(f"  {str(i).rjust(lw)} " + " ".join(str(v).rjust(w) for v in row))
+        lines = ["memory offset of each element, in elements from the lowest address "
+                 "(equal numbers share an address)" + (f": {pic.caption()}" if pic.caption() else "")]
+        for axis, arrow in ((pic.panel_rows, "down the panels"), (pic.panel_cols, "across the panels"),
+                            (pic.rows, "down"), (pic.cols, "across")):
+            if axis is not None:
+                lines.append(f"  {arrow}: {axis.label('->')}")
+        w = max(len(str(off)) for p in pic.panels() for row in p.offsets for off in row)
+        n_cols = len(pic.grid[0][0].offsets[0])
+        w = max(w, len(str(n_cols - 1)))
+        lw = len(str(len(pic.grid[0][0].offsets) - 1))
+        for panel in pic.panels():
+            if panel.label:
+                lines.append(f"  {panel.label}")
+            lines.append(" " * (lw + 3) + " ".join(str(j).rjust(w) for j in range(n_cols)))
+            for i, row in enumerate(panel.offsets):
+                lines.append(f"  {str(i).rjust(lw)} " + " ".join(str(off).rjust(w) for off in row))
         return "\n".join(lines)
 
-    def __str__(self):
-        g = self._text_grid()
+    def __str__(self) -> str:
+        g = self._text_picture()
         return self.text + ("\n" + g if g else "")
 
     __repr__ = __str__
 
-    def _repr_html_(self):
+    def _picture_html(self, legend: bool = True) -> str:
+        """The picture alone (no text): a grid of panels, each cell numbered and coloured by its offset,
+        and (`legend`) the colour scale below it."""
+        pic = self.picture
+        if pic is None:
+            return ""
         esc = _html.escape
-        parts = ['<div style="font-family:monospace;font-size:12px">']
-        g = self.grid
-        if g is not None:
-            rows, cols, ranks, offsets, caption, n = g
-            parts.append('<div style="margin-bottom:4px">memory order of each element '
-                         "(0 = lowest address, colour by rank)"
-                         + (f": {esc(caption)}" if caption else "") + "</div>")
-            parts.append('<table style="border-collapse:collapse;margin-bottom:8px">')
-            parts.append("<tr><th></th>" + "".join(
-                f'<th style="padding:2px 6px;color:#666">{j}</th>' for j in range(cols)) + "</tr>")
-            for i in range(rows):
-                cells = []
-                for j in range(cols):
-                    r = ranks[i][j]
-                    hue = int(240 * r / (n - 1)) if n > 1 else 0
-                    cells.append(
-                        f'<td title="offset {offsets[i][j]} elements" style="background:hsl({hue},70%,80%);'
-                        f'border:1px solid #fff;padding:2px 6px;text-align:right;color:#000">{r}</td>')
-                parts.append(f'<tr><th style="padding:2px 6px;color:#666">{i}</th>{"".join(cells)}</tr>')
-            parts.append("</table>")
-        parts.append(f'<pre style="margin:0">{esc(self.text)}</pre></div>')
+        cell = ("min-width:2.4em;height:1.6em;padding:0 3px;text-align:right;color:#000;"
+                "border:1px solid #fff;")
+        parts = ['<div style="margin-bottom:6px">']
+        parts.append('<div style="margin-bottom:4px">each element: its offset in memory, in elements from the '
+                     "lowest address; colour from blue (lowest) to red (highest); dashed cells share an address"
+                     + (f"; {esc(pic.caption())}" if pic.caption() else "") + "</div>")
+        parts.append('<table style="border-collapse:separate;border-spacing:6px 4px">')
+        if pic.panel_cols is not None:
+            parts.append(f'<tr><th></th><th colspan="{len(pic.grid[0])}" style="text-align:left;color:#444">'
+                         f"{_axis_html(pic.panel_cols, RIGHT)}</th></tr>")
+        for r, row in enumerate(pic.grid):
+            parts.append("<tr>")
+            if r == 0:
+                label = _axis_html(pic.panel_rows, DOWN) if pic.panel_rows is not None else ""
+                parts.append(f'<th rowspan="{len(pic.grid)}" style="vertical-align:top;text-align:left;'
+                             f'color:#444;max-width:7em;font-weight:normal">{label}</th>')
+            for c, panel in enumerate(row):
+                # each panel's own axes are labelled once: columns on the first row, rows on the first column
+                parts.append('<td style="vertical-align:top;padding:0">'
+                             + self._panel_html(pic, panel, cell, col_label=r == 0, row_label=c == 0) + "</td>")
+            parts.append("</tr>")
+        parts.append("</table>")
+        if legend:
+            parts.append('<div style="display:flex;align-items:center;gap:6px;margin-top:2px">'
+                         f"<span>0</span><span style=\"display:inline-block;width:16em;height:0.8em;"
+                         "background:linear-gradient(to right,hsl(240,75%,72%),hsl(180,75%,72%),hsl(120,75%,72%),"
+                         f'hsl(60,75%,72%),hsl(0,75%,72%))"></span><span>{pic.span} (highest address)</span></div>')
+        parts.append("</div>")
         return "".join(parts)
 
+    @staticmethod
+    def _panel_html(pic: _Picture, panel: _Panel, cell: str, col_label: bool, row_label: bool) -> str:
+        esc = _html.escape
+        n_cols = len(panel.offsets[0])
+        parts = ['<table style="border-collapse:collapse">']
+        if panel.label:
+            parts.append(f'<tr><th colspan="{n_cols + 1}" style="text-align:left;font-weight:normal;'
+                         f'color:#444">{esc(panel.label)}</th></tr>')
+        if pic.cols is not None and col_label:
+            parts.append(f'<tr><th></th><th colspan="{n_cols}" style="text-align:left;font-weight:normal;'
+                         f'color:#444">{_axis_html(pic.cols, RIGHT)}</th></tr>')
+        for i, row in enumerate(panel.offsets):
+            head = ""
+            if i == 0 and (pic.rows is None or not row_label):
+                head = f'<th rowspan="{len(panel.offsets)}"></th>'
+            elif i == 0:
+                head = (f'<th rowspan="{len(panel.offsets)}" style="vertical-align:top;text-align:left;'
+                        f'font-weight:normal;color:#444;max-width:5.5em">{_axis_html(pic.rows, DOWN)}</th>')
+            cells = []
+            for j, off in enumerate(row):
+                idx = ", ".join(str(k) for k in panel.index[i][j])
+                border = "border:2px dashed #333;" if off in pic.shared else ""
+                cells.append(f'<td title="x[{idx}]: offset {off}" style="{cell}{border}'
+                             f'background:hsl({pic.hue(off)},75%,72%)">{off}</td>')
+            parts.append(f"<tr>{head}{''.join(cells)}</tr>")
+        parts.append("</table>")
+        return "".join(parts)
 
-def layout(x) -> Layout:
-    """The layout of `x` as an object that prints as text and renders as HTML.
+    def _repr_html_(self) -> str:
+        return ('<div style="font-family:monospace;font-size:12px">' + self._picture_html()
+                + f'<pre style="margin:0">{_html.escape(self.text)}</pre></div>')
 
-    ``print(pl.layout(x))`` shows explain(x) and a grid of each element's
-    memory order (for more than 2 dims, the last two dims of x[0, ..., 0]);
-    in a notebook the grid is an HTML table coloured by address.  Grids show
-    at most 16x16 elements.
+
+def layout(x: object) -> Layout:
+    """The layout of `x` as an object that prints as text and renders as a picture.
+
+    Each element is numbered with its offset in memory (in elements, from the
+    lowest address the tensor touches) and, in a notebook, coloured from blue
+    (lowest) to red (highest), with each dim's stride written on its axis: an
+    NCHW tensor, its channels_last copy and a transposed view look different,
+    and a broadcast (stride 0) dim repeats the same numbers.  The last two dims
+    form a panel; for 3-D and more, panels for the dims before them sit side by
+    side (dim -3) and in rows (dim -4).  Panels show at most 8x8 elements (16x16
+    for a single panel).  ``print(pl.layout(x))`` gives explain(x) and the same
+    numbers as text.
 
     >>> import numpy as np, pylayout as pl
     >>> print(pl.layout(np.zeros((2, 3)).T))   # doctest: +ELLIPSIS
     pylayout.explain: numpy.ndarray
     ...
-    memory order (0 = lowest address; equal numbers share an address)
+    memory offset of each element, in elements from the lowest address (equal numbers share an address)
+      down: dim 0 -> stride 1
+      across: dim 1 -> stride 3
         0 1
       0 0 3
       1 1 4

@@ -4,8 +4,15 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, overload
 
 from . import _core
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from ._typing import Format, Mode, SupportsDLPack, _DTypeT, _P, _R, _ShapeT
 
 __all__ = ["LayoutError", "LayoutWarning", "require", "requires"]
 
@@ -20,16 +27,26 @@ class LayoutWarning(UserWarning):
     """A tensor was converted to the layout an operator requires (warn mode)."""
 
 
-def _format_label(fmt) -> str:
+def _format_label(fmt: object) -> str:
     return fmt if isinstance(fmt, str) else str(fmt).replace("torch.", "")
 
 
-def _is_tensor(x) -> bool:
+def _is_tensor(x: object) -> bool:
     return hasattr(x, "__dlpack__") or isinstance(x, _core.Tensor)
 
 
-def require(x, format="contiguous", *, name: str = "x", mode: str = "convert"):
-    """Return `x` if it is dense in `format`, else a converted copy.
+@overload
+def require(  # type: ignore[overload-overlap]  # a torch tensor is also a DLPack producer
+    x: torch.Tensor, format: Format = ..., *, name: str = ..., mode: Mode = ...
+) -> torch.Tensor: ...
+@overload
+def require(  # type: ignore[overload-overlap]
+    x: np.ndarray[_ShapeT, _DTypeT], format: Format = ..., *, name: str = ..., mode: Mode = ...
+) -> np.ndarray[_ShapeT, _DTypeT]: ...
+@overload
+def require(x: SupportsDLPack, format: Format = ..., *, name: str = ..., mode: Mode = ...) -> _core.Tensor: ...
+def require(x: SupportsDLPack, format: Format = "contiguous", *, name: str = "x", mode: Mode = "convert") -> Any:
+    """Return `x` if it is dense in `format`, else a converted copy of the same kind.
 
     mode="convert" converts silently, "warn" converts and emits a
     LayoutWarning naming the argument, "raise" raises LayoutError instead
@@ -61,7 +78,7 @@ def require(x, format="contiguous", *, name: str = "x", mode: str = "convert"):
     return contiguous(x, format)
 
 
-def _describe(x):
+def _describe(x: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(shape, element strides) of any tensor, without touching autograd."""
     stride = getattr(x, "stride", None)
     if callable(stride):  # torch: works on tensors that require grad
@@ -70,7 +87,7 @@ def _describe(x):
     return t.shape, t.strides
 
 
-def requires(*, mode: str = "convert", **formats):
+def requires(*, mode: Mode = "convert", **formats: Format) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Decorator: bring a function's tensor arguments (and result) into layout.
 
     Each keyword names a parameter of the wrapped function and the format it
@@ -81,7 +98,8 @@ def requires(*, mode: str = "convert", **formats):
     a parameter's name, applies to the return value (each element of a
     returned tuple).  A parameter that is itself named ``out`` is an output
     buffer: converting it would lose the kernel's writes, so it is only
-    checked, and a wrong layout raises LayoutError whatever the mode.
+    checked, and a wrong layout raises LayoutError whatever the mode.  The
+    wrapper keeps the function's signature, for type checkers too.
 
     >>> import numpy as np, pylayout as pl
     >>> @pl.requires(a="contiguous", out="fortran")
@@ -93,7 +111,7 @@ def requires(*, mode: str = "convert", **formats):
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
 
-    def decorate(fn):
+    def decorate(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         params = inspect.signature(fn).parameters
         result_fmt = None
         for key in ("out", "returns"):
@@ -106,7 +124,7 @@ def requires(*, mode: str = "convert", **formats):
         sig = inspect.signature(fn)
 
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             bound = sig.bind(*args, **kwargs)
             for name, fmt in inputs.items():
                 if name not in bound.arguments or not _is_tensor(bound.arguments[name]):
@@ -116,13 +134,14 @@ def requires(*, mode: str = "convert", **formats):
                     require(value, fmt, name=name, mode="raise")
                 else:
                     bound.arguments[name] = require(value, fmt, name=name, mode=mode)
-            result = fn(*bound.args, **bound.kwargs)
+            result: Any = fn(*bound.args, **bound.kwargs)   # converted below: the same kind comes back
             if result_fmt is None:
                 return result
             label = f"return value of {fn.__name__}()"
             if isinstance(result, tuple):
-                return tuple(require(r, result_fmt, name=f"{label}[{i}]", mode=mode) if _is_tensor(r) else r
-                             for i, r in enumerate(result))
+                result = tuple(require(r, result_fmt, name=f"{label}[{i}]", mode=mode) if _is_tensor(r) else r
+                               for i, r in enumerate(result))
+                return result
             return require(result, result_fmt, name=label, mode=mode) if _is_tensor(result) else result
 
         return wrapper

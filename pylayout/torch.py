@@ -216,7 +216,8 @@ def _no_copy_allowed(copy, what: str) -> None:
         raise ValueError(f"copy=False, but the tensor is not {what}: converting it needs a copy")
 
 
-def contiguous(x: torch.Tensor, format="contiguous", *, copy: bool | None = None) -> torch.Tensor:
+def contiguous(x: torch.Tensor, format: str | torch.memory_format = "contiguous", *,
+               copy: bool | None = None) -> torch.Tensor:
     """`x` dense in `format` ("contiguous", "channels_last", "channels_last_3d",
     "fortran", a torch.memory_format, or torch.preserve_format: dense stays as
     it is, else suggest_format), differentiably; `x` itself when it already

@@ -1,9 +1,14 @@
-"""python -m pylayout demo / info / bench run and say what they should."""
+"""python -m pylayout demo / info / bench / --version run and say what they should."""
+import io
 import os
+import re
 import subprocess
 import sys
+import time
 
 import pytest
+
+import pylayout
 
 
 def run(*args, env=None):
@@ -13,37 +18,146 @@ def run(*args, env=None):
     return proc.stdout
 
 
+def hiding(tmp_path, *modules):
+    """An environment in which `import m` fails for each of `modules` (shadowed by a module that raises)."""
+    for name in modules:
+        (tmp_path / f"{name}.py").write_text("raise ImportError('hidden for this test')\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_version():
+    assert run("--version").strip() == f"pylayout {pylayout.__version__}"
+
+
+def test_info_prints_pylayouts_own_facts_before_importing_peers(tmp_path):
+    # a torch that takes 30 s to import: info must have printed pylayout's facts before it starts
+    (tmp_path / "torch.py").write_text("import time\ntime.sleep(30)\n__version__ = 'slow'\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+               PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "pylayout", "info"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        start, first = time.monotonic(), proc.stdout.readline()
+        assert "version" in first and time.monotonic() - start < 20, first
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_info_reports_build_and_peers():
     out = run("info")
     for key in ("version", "dlpack_version", "openmp", "simd", "num_threads", "numpy", "torch"):
         assert key in out
 
 
+def stories(out):
+    """{title: body} of the demo's sections."""
+    parts = re.split(r"^== (.+?) =+$", out, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def check_speed_figures_agree(out):
+    """Story 3 quotes the speed table's first row: the same measurement, and the thread count."""
+    story = stories(out)["Story 3: layouts and speed"]
+    m = re.search(r"best of (\d+) on (\d+) threads? \(pylayout.*?\): pylayout [\d.]+ ms \(([\d.]+) GB/s\)", story)
+    assert m, story
+    table = stories(out)["Speed (GB/s, this machine, now; full table: python -m pylayout bench)"]
+    assert f"best of {m.group(1)} runs each, {m.group(2)} thread" in table
+    row = re.search(r"^  NCHW->channels_last .*?f32(?: \(into\))?\s+([\d.]+)", table, flags=re.M)
+    assert row and abs(float(row.group(1)) - float(m.group(3))) <= 0.051, (story, table)
+
+
 def test_demo_runs_with_torch_and_numpy():
-    pytest.importorskip("torch", reason="the full demo needs torch")
+    torch = pytest.importorskip("torch", reason="the full demo needs torch")
     pytest.importorskip("numpy", reason="the full demo needs NumPy")
     out = run("demo")
-    assert "skipped" not in out
+    assert "skipped" not in out and "pylayout's own tensors do their part" not in out
     for claim in ("numpy -> pylayout -> numpy shares memory: True", "same data_ptr=True", "kept=True",
                   "kernel reads after pylayout.require(a): [0.0, 4.0, 8.0, 1.0]", "zero-copy=True",
-                  "bit-equal=True", "same object: True", "channels_last'): matches = True",
-                  "gradient correct=True", "LayoutError: argument 'out'"):
+                  "equal=True", "same object: True", "channels_last'): matches = True",
+                  "gradient correct=True", "LayoutError: argument 'out'",
+                  "pylayout.view_as_complex(same): (0, 3)"):
         assert claim in out, claim
     assert "equal=False" not in out
     assert "BufferError: the tensor has torch's conjugate bit set" in out
+    # what it says about torch.view_as_complex is what the installed torch does
+    einops_layout = torch.rand(336, 2, 1).transpose(1, 2).contiguous()
+    try:
+        torch.view_as_complex(einops_layout)
+        assert "torch.view_as_complex(x) accepts it" in out
+    except RuntimeError:
+        assert "torch.view_as_complex(x): RuntimeError" in out
+    with pytest.raises(RuntimeError):
+        torch.view_as_complex(torch.empty_strided((0, 3, 2), (1, 3, 1)))
+    assert "still refuses: an empty tensor with odd strides" in out
+    check_speed_figures_agree(out)
 
 
 def test_demo_without_torch_runs_numpy_parts(tmp_path):
     pytest.importorskip("numpy", reason="the demo's fallback part needs NumPy")
-    # Hide torch by shadowing it with a module that fails to import.
-    (tmp_path / "torch.py").write_text("raise ImportError('hidden for this test')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    out = run("demo", env=env)
-    assert "skipped: story 2's torch part" in out
+    out = run("demo", env=hiding(tmp_path, "torch"))
+    assert "without torch: pylayout's own tensors do their part" in out
+    assert "NumPy (4, 2) reversed" in out and "kernel reads after pylayout.require(a): [0.0, 4.0, 8.0, 1.0]" in out
+    check_speed_figures_agree(out)
+
+
+def test_demo_on_a_bare_install(tmp_path):
+    """No torch, no NumPy: every story still shows pylayout doing its job, on its own tensors."""
+    out = run("demo", env=hiding(tmp_path, "torch", "numpy"))
+    assert "torch not installed, numpy not installed" in out and "skipped" not in out
+    body = stories(out)
+    assert len(body) == 7
+    for claim, story in [("kernel reads after pylayout.require(a): [0.0, 4.0, 8.0, 1.0]", "Story 1"),
+                         ("kernel reads (as is): [0.0, 1.0, 2.0, 3.0]", "Story 1"),
+                         ("strides (2, 1, 1) (the einops layout)", "Story 2"),
+                         ("zero-copy=True, z[1, 0] = (1+1.5j)", "Story 2"),
+                         ("copy=False: ValueError", "Story 2"),
+                         ("channels_last -> True", "Story 3"), ("equal=True", "Story 3"),
+                         ("pylayout.empty((N, K, P, Q)) + NHWC kernel: matches the reference = False", "Story 4"),
+                         ("format='channels_last'): matches = True", "Story 4"),
+                         ("LayoutError: argument 'out'", "Story 4"), ("install torch", "Story 5")]:
+        section = next(text for name, text in body.items() if name.startswith(story))
+        assert claim in section, (claim, section)
+    for name, text in body.items():
+        assert len([line for line in text.splitlines() if line.strip()]) >= 1, name
+    check_speed_figures_agree(out)
 
 
 def test_bench_quick_runs():
     pytest.importorskip("torch", reason="the benchmark compares against torch")
     pytest.importorskip("numpy", reason="the benchmark compares against NumPy")
-    out = run("bench", "--quick", "--only", "2-D transpose")
-    assert "| 2-D transpose" in out and "memcpy" in out
+    proc = subprocess.run([sys.executable, "-m", "pylayout", "bench", "--quick", "--only", "2-D transpose"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "| 2-D transpose" in proc.stdout and "memcpy" in proc.stdout
+    # not a terminal: no progress line, no carriage returns, only the table
+    assert "\r" not in proc.stdout + proc.stderr and "rows" not in proc.stderr
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_bench_progress_on_a_terminal(capsys):
+    from pylayout._bench import Progress
+
+    term = FakeTerminal()
+    progress = Progress(3, stream=term)
+    progress.measuring("case A")
+    assert term.getvalue().endswith("[0/3 rows, 0s so far] measuring case A")
+    progress.start -= 120          # two minutes into the run ...
+    progress.row("| case A | 1 |")
+    assert capsys.readouterr().out == "| case A | 1 |\n"
+    assert term.getvalue().endswith("[1/3 rows, 2m00s so far, about 4m00s left] measuring case A")
+    progress.row("| case A | 2 |")
+    progress.row("| case A | 3 |")
+    progress.close()
+    assert term.getvalue().endswith("\r\x1b[K"), "the progress line is erased at the end"
+    capsys.readouterr()
+
+    piped = io.StringIO()          # not a terminal: nothing but the rows
+    quiet = Progress(2, stream=piped)
+    quiet.measuring("case B")
+    quiet.row("| case B | 1 |")
+    quiet.close()
+    assert piped.getvalue() == "" and capsys.readouterr().out == "| case B | 1 |\n"

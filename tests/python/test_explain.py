@@ -50,6 +50,11 @@ def op_block(text, name):
     raise AssertionError(f"no ops entry for {name!r} in:\n{text}")
 
 
+def has_op(text, name):
+    ops = text.split("\nops\n", 1)[1]
+    return any(re.match(r"  \S " + re.escape(name), line) for line in ops.splitlines())
+
+
 def accepts(text, name):
     mark = op_line(text, name)[0]
     assert mark in (OK, NO), text
@@ -117,8 +122,22 @@ def test_view_as_complex_refusals_name_dim_and_fix(torch):
     assert "storage offset 1 is odd" in block
     bf = torch.rand(3, 2, dtype=torch.bfloat16)
     assert "bfloat16" in op_block(explain(bf), "torch.view_as_complex")
-    c = torch.rand(3, dtype=torch.complex64)
-    assert "pylayout.view_as_real" in op_block(explain(c), "torch.view_as_complex")
+    c = torch.rand(3, 2, dtype=torch.complex64)     # already complex: view_as_complex does not apply
+    assert not has_op(explain(c), "torch.view_as_complex")
+
+
+def test_only_ops_that_apply_are_listed(torch):
+    """view_as_complex only for a real last dim of size 2, channels_last kernels only for 4-D and 5-D."""
+    for shape, vac, cl in [((3, 4), False, None), ((3, 2), True, None), ((2,), True, None), ((), False, None),
+                           ((2, 3, 4, 5), False, "channels_last kernel"), ((1, 2, 3, 4, 2), True,
+                                                                          "channels_last_3d kernel")]:
+        text = explain(torch.rand(shape))
+        assert has_op(text, "torch.view_as_complex") == vac, text
+        assert has_op(text, "channels_last") == (cl is not None), text
+        if cl:
+            assert has_op(text, cl)
+        assert has_op(text, "x.view(-1)") and has_op(text, "C kernel")
+        assert NA not in text.split("\nops\n", 1)[1], "no 'n/a' lines"
 
 
 def test_transposed_view_fails_with_fix(torch):
@@ -286,23 +305,29 @@ def test_pylayout_tensor_input(np):
 def test_layout_text_grid(torch):
     out = str(layout(torch.rand(3, 4).t()))
     assert out.startswith(explain(torch.rand(3, 4).t()).splitlines()[0])
-    grid = out.split("memory order (0 = lowest address", 1)[1].splitlines()
-    assert grid[1].split() == ["0", "1", "2"]
-    assert grid[2].split() == ["0", "0", "4", "8"]
-    assert grid[5].split() == ["3", "3", "7", "11"]
+    grid = out.split("memory offset of each element", 1)[1].splitlines()
+    assert grid[1].strip() == "down: dim 0 -> stride 1" and grid[2].strip() == "across: dim 1 -> stride 4"
+    assert grid[3].split() == ["0", "1", "2"]
+    assert grid[4].split() == ["0", "0", "4", "8"]
+    assert grid[7].split() == ["3", "3", "7", "11"]
     lay = layout(torch.rand(2))
     assert repr(lay) == str(lay)
 
 
 def test_layout_grid_of_higher_dims_and_cap(torch):
-    out = str(layout(torch.rand(2, 3, 4, 5)))
-    assert "last two dims of x[0, 0] (4-D tensor)" in out
+    out = str(layout(torch.rand(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)))
+    assert "down the panels: dim 0 -> stride 60" in out and "across the panels: dim 1 -> stride 1" in out
+    panels = out.split("  x[")[1:]
+    assert [p.split("]", 1)[0] for p in panels] == ["0, 0, :, :", "0, 1, :, :", "0, 2, :, :",
+                                                   "1, 0, :, :", "1, 1, :, :", "1, 2, :, :"]
+    assert panels[1].splitlines()[2].split() == ["0", "1", "4", "7", "10", "13"]   # x[0, 1, 0, :]: NHWC offsets
     big = str(layout(torch.rand(40, 30)))
-    assert "showing 16x16 of 40x30" in big
+    assert "dim 0 -> stride 30, first 16 of 40" in big and "dim 1 -> stride 1, first 16 of 30" in big
     expanded = str(layout(torch.rand(3, 1).expand(3, 4)))
-    rows = expanded.split("share an address)", 1)[1].splitlines()[2:]
+    rows = expanded.split("share an address)", 1)[1].splitlines()[4:]
     assert rows[0].split() == ["0", "0", "0", "0", "0"]
-    assert "memory order" not in str(layout(torch.empty(0, 3)))
+    assert "stride 0 (broadcast" in expanded
+    assert "memory offset" not in str(layout(torch.empty(0, 3)))
     assert "0-d" in str(layout(torch.tensor(1.0)))
 
 
@@ -315,12 +340,12 @@ def test_layout_html_is_escaped_and_self_contained(torch):
     for bad in ("<script", "http://", "https://", "<link", "<img", "src=", "url("):
         assert bad not in h
     # every '<' is a tag we emitted: strip tags and no stray angle brackets remain
-    assert "<" not in re.sub(r"</?(div|table|tr|th|td|pre)\b[^<>]*>", "", h)
+    assert "<" not in re.sub(r"</?(div|table|tr|th|td|pre|span)\b[^<>]*>", "", h)
     einops_like = torch.rand(336, 2, 1).transpose(1, 2).contiguous()
     h2 = layout(einops_like)._repr_html_()
     assert "torch &gt;= 2.13" in h2 and "torch < 2.13" not in h2
     capped = layout(torch.rand(40, 30))._repr_html_()
-    assert capped.count("<td") == 16 * 16 and "\u2026" in capped
+    assert capped.count("<td title=") == 16 * 16 and "first 16 of 40" in capped
 
 
 # ------------------------------------------------------------ claims vs real ops
@@ -372,7 +397,10 @@ def test_claims_match_torch(torch):
     for x in layouts:
         text = explain(x)
         desc = f"shape={tuple(x.shape)} strides={x.stride()} off={x.storage_offset()} dtype={x.dtype}\n{text}"
-        assert accepts(text, "torch.view_as_complex") == _torch_ok(lambda: torch.view_as_complex(x)), desc
+        if x.dim() and x.shape[-1] == 2:
+            assert accepts(text, "torch.view_as_complex") == _torch_ok(lambda: torch.view_as_complex(x)), desc
+        else:   # not listed: torch refuses for the shape alone
+            assert not has_op(text, "torch.view_as_complex") and not _torch_ok(lambda: torch.view_as_complex(x)), desc
         assert accepts(text, "x.view(-1)") == _torch_ok(lambda: x.view(-1)), desc
         assert accepts(text, "C kernel") == x.is_contiguous(), desc
         if x.dim() == 4:
@@ -386,7 +414,7 @@ def test_claims_match_torch(torch):
         fmts = field(text, "torch formats")
         assert (f"{OK} contiguous" in fmts) == x.is_contiguous(), desc
         # pylayout's own fix: "zero-copy view" <=> copy=False succeeds
-        block = op_block(text, "torch.view_as_complex")
+        block = op_block(text, "torch.view_as_complex") if has_op(text, "torch.view_as_complex") else ""
         if "fix: pylayout.view_as_complex(x) (zero-copy view)" in block:
             z = pl.view_as_complex(x, copy=False)
             if x.numel():

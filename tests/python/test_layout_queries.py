@@ -23,7 +23,6 @@ Oracles for suggest_format:
 """
 from __future__ import annotations
 
-import warnings
 
 import pytest
 
@@ -228,15 +227,17 @@ def test_is_dense_empty_tensors(torch, layouts):
 def test_empty_like_oracle(torch, layouts, fmt_objs):
     """For non-dense x, compare pylayout.suggest_format with the format of torch.empty_like(x).
 
-    Records (as a warning) how often torch's own oracles disagree: empty_like uses
-    infer_dense_strides, suggest_memory_format a stride-ordering test.  pylayout must
-    agree with empty_like wherever the two torch oracles agree with each other.
+    torch has two oracles here, and on most non-dense layouts they differ by design:
+    torch.empty_like (preserve_format) keeps the input's stride order
+    (infer_dense_strides), suggest_memory_format tests the stride ordering.
+    pylayout follows suggest_memory_format, so it must agree with empty_like
+    wherever the two torch oracles agree with each other; the other layouts are
+    not a disagreement with pylayout and are not reported.
     """
     from torch._prims_common import suggest_memory_format
 
     names = {v: k for k, v in fmt_objs.items()}
-    non_dense = disagree = 0
-    examples = []
+    non_dense = oracles_differ = 0
     bad = []
     for desc, x in layouts:
         y, match = _empty_like_format(torch, x, fmt_objs)
@@ -246,23 +247,12 @@ def test_empty_like_oracle(torch, layouts, fmt_objs):
         py = names[suggest_memory_format(x)]
         got = pl.suggest_format(x)
         if py not in match:
-            disagree += 1
-            if len(examples) < 5:
-                named = sorted(match) or "no named format"
-                examples.append(f"{desc}: empty_like strides {y.stride()} ({named}), "
-                                f"suggest_memory_format {py}")
+            oracles_differ += 1
             continue
         if got not in match:
             bad.append((desc, "empty_like", match, "pylayout", got))
     assert non_dense > 2000
-    if disagree:
-        warnings.warn(
-            f"torch oracles disagree on {disagree} of {non_dense} non-dense layouts: torch.empty_like "
-            f"(preserve_format) keeps the input's stride order (infer_dense_strides) instead of using "
-            "suggest_memory_format; pylayout follows suggest_memory_format. Examples: "
-            + " | ".join(examples),
-            stacklevel=1,
-        )
+    assert non_dense - oracles_differ > 1000, "too few layouts on which torch's two oracles agree to compare"
     _report(bad, "pylayout.suggest_format differs from torch.empty_like where torch's oracles agree")
 
 

@@ -489,6 +489,7 @@ def _stress_worker(seed, deadline, errors, counts):
         errors.append(f"worker {seed}: {type(e).__name__}: {e}")
 
 
+@pytest.mark.slow
 def test_concurrent_conversions():
     """8 threads convert concurrently (the GIL is released around every copy)
     for PYLAYOUT_STRESS_SECONDS seconds; every result is checked."""
