@@ -4,7 +4,7 @@
  * pylayout works on DLPack DLTensors (strided views of memory, strides in
  * elements).  It never copies unless asked to, and it preserves strides.
  *
- *   Dtypes:  pylayout_dtype_name, pylayout_dtype_from_name
+ *   Dtypes:  pylayout_dtype_name, pylayout_dtype_from_name, pylayout_device_name
  *   Queries  (metadata only, any device):
  *       pylayout_validate, pylayout_numel, pylayout_is_contiguous,
  *       pylayout_suggest_format, pylayout_is_dense, pylayout_format_strides,
@@ -123,6 +123,12 @@ PYLAYOUT_API pylayout_status pylayout_dtype_name(DLDataType dtype, const char **
 /* The inverse: the dtype (lanes 1) of a name pylayout_dtype_name gives.
  * Returns OK or INVALID_ARGUMENT (NULL or unknown name). */
 PYLAYOUT_API pylayout_status pylayout_dtype_from_name(const char *name, DLDataType *dtype_ret);
+
+/* Points *name_ret at the short name of a DLPack device type ("cpu", "cuda",
+ * "cuda_host", "rocm", "metal", ...), a static string, as pylayout's
+ * messages and Tensor.device_name use it.  Returns OK, INVALID_ARGUMENT or
+ * UNSUPPORTED_DEVICE (a type DLPack 1.3 does not define; *name_ret = NULL). */
+PYLAYOUT_API pylayout_status pylayout_device_name(int32_t device_type, const char **name_ret);
 
 /* --------------------------------------------------------------- queries */
 /* These read only metadata: they work on tensors of any device.  A DLTensor

@@ -20,11 +20,6 @@ import sys as _sys
 
 __all__ = ["explain", "layout"]
 
-_DEVICES = {
-    1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
-    10: "rocm", 11: "rocm_host", 12: "ext_dev", 13: "cuda_managed", 14: "oneapi",
-    15: "webgpu", 16: "hexagon", 17: "maia", 18: "trn",
-}
 _REAL_FOR_COMPLEX = ("float16", "float32", "float64")
 _OVERLAP_ENUM_LIMIT = 1 << 17   # exact overlap check by enumerating addresses up to this many
 GRID_MAX = 16                   # layout() shows at most GRID_MAX x GRID_MAX elements of a single panel,
@@ -54,6 +49,7 @@ class _Meta:
     address = None             # first element's address (data + byte_offset)
     readonly = False
     tensor = None              # a pylayout.Tensor, when DLPack import worked
+    obj = None                 # the object explained
     source = "pylayout.from_dlpack"
     notes: list
 
@@ -73,7 +69,10 @@ class _Meta:
 
     @property
     def device_name(self):
-        name = _DEVICES.get(self.device[0], f"device type {self.device[0]}")
+        if self.tensor is not None:
+            name = self.tensor.device_name
+        else:
+            name = "cpu" if self.device[0] == 1 else f"device type {self.device[0]}"
         return name if self.device[0] == 1 else f"{name}:{self.device[1]}"
 
     @property
@@ -118,6 +117,7 @@ def _metadata(x):
     import pylayout
 
     m = _Meta()
+    m.obj = x
     m.typename = f"{type(x).__module__}.{type(x).__qualname__}"
     if _is_torch(x):
         import torch
@@ -183,90 +183,36 @@ def _first_line(e):
     return s[0] if s else type(e).__name__
 
 
-# --------------------------------------------------------------- pure rules
-
-def _py_contiguous(shape, strides, fmt):
-    """torch's is_contiguous rules (FORTRAN: NumPy's F flag), in Python."""
-    nd = len(shape)
-    numel = 1
-    for s in shape:
-        numel *= s
-    if fmt == "contiguous":
-        order = range(nd - 1, -1, -1)
-    elif fmt == "fortran":
-        order = range(nd)
-    elif fmt == "channels_last":
-        if nd != 4:
-            return False
-        order = (1, 3, 2, 0)
-    elif fmt == "channels_last_3d":
-        if nd != 5:
-            return False
-        order = (1, 4, 3, 2, 0)
-    else:
-        raise ValueError(fmt)
-    if numel == 0 and fmt in ("contiguous", "fortran"):
-        return True
-    expected = 1
-    for d in order:
-        if shape[d] != 1:
-            if strides[d] != expected:
-                return False
-            expected *= shape[d]
-    return True
+# ------------------------------------------------------------- the rules
+# Every layout rule is pylayout's C core's: on the imported tensor, or (for a
+# torch tensor DLPack cannot export, such as a meta tensor) on the torch
+# tensor itself, which the core reads from its sizes and strides.  An array
+# whose strides are not whole elements has no answer.
 
 
-def _py_suggest(shape, strides):
-    """torch's suggest_memory_format (is_channels_last_strides_2d/3d), in Python."""
-    nd = len(shape)
-    orders = {4: ((1, 3, 2, 0), "channels_last"), 5: ((1, 4, 3, 2, 0), "channels_last_3d")}
-    if nd not in orders or strides[1] == 0:
-        return "contiguous"
-    order, name = orders[nd]
-    lo = 0
-    for d in order:
-        if shape[d] == 0 or strides[d] < lo:
-            return "contiguous"
-        if d == 0 and lo == strides[1]:
-            return "contiguous"
-        lo = strides[d] * (shape[d] if shape[d] > 1 else 1)
-    return name
-
-
-def _py_dense(shape, strides):
-    if any(s == 0 for s in shape):
-        return True
-    dims = sorted((st, s) for s, st in zip(shape, strides) if s != 1)
-    expected = 1
-    for st, s in dims:
-        if st != expected:
-            return False
-        expected *= s
-    return True
+def _subject(m):
+    return m.tensor if m.tensor is not None else (m.obj if m.kind == "torch" else None)
 
 
 def _query(m, fmt):
     import pylayout
 
-    if m.tensor is not None:
-        return pylayout.is_contiguous(m.tensor, fmt)
-    return _py_contiguous(m.shape, m.strides, fmt)
+    x = _subject(m)
+    return x is not None and pylayout.is_contiguous(x, fmt)
 
 
 def _suggest(m):
     import pylayout
 
-    if m.tensor is not None:
-        return pylayout.suggest_format(m.tensor)
-    return _py_suggest(m.shape, m.strides)
+    x = _subject(m)
+    return pylayout.suggest_format(x) if x is not None else "contiguous"
 
 
 def _dense(m):
     import pylayout
 
-    if m.tensor is not None:
-        return pylayout.is_dense(m.tensor)
-    return _py_dense(m.shape, m.strides)
+    x = _subject(m)
+    return x is not None and pylayout.is_dense(x)
 
 
 def _overlap(shape, strides):
@@ -446,7 +392,9 @@ def _op_channels_last(m, out):
             f" (ambiguous: also {_suggest(m)}; torch.suggest_memory_format picks {_suggest(m)})")
         out.append((True, label, [f"accepts: {fmt}-contiguous by torch's rules{extra}"]))
         return
-    want = _expected_strides(m.shape, fmt)
+    from . import _core
+
+    want = _core.format_strides(m.shape, fmt)
     out.append((False, label, [f"why: strides {m.strides} are not {fmt}'s {want}",
                                f'fix: pylayout.contiguous(x, "{fmt}")']))
 
@@ -467,17 +415,6 @@ def _op_c_kernel(m, out):
     if not m.on_cpu:
         fix += "; pylayout copies need CPU memory"
     out.append((False, label, [why, fix]))
-
-
-def _expected_strides(shape, fmt):
-    order = {"contiguous": range(len(shape) - 1, -1, -1), "channels_last": (1, 3, 2, 0),
-             "channels_last_3d": (1, 4, 3, 2, 0)}[fmt]
-    st = [0] * len(shape)
-    e = 1
-    for d in order:
-        st[d] = e
-        e *= max(shape[d], 1)
-    return tuple(st)
 
 
 # ------------------------------------------------------------------ text

@@ -329,6 +329,16 @@ static PyObject *Tensor_get_device(PyObject *op, void *c)
     return Py_BuildValue("(ii)", (int)dev.device_type, (int)dev.device_id);
 }
 
+static PyObject *Tensor_get_device_name(PyObject *op, void *c)
+{
+    (void)c;
+    const char *name = NULL;
+    int32_t type = ((TensorObject *)op)->dl->device.device_type;
+    if (pylayout_device_name(type, &name) == PYLAYOUT_OK)
+        return PyUnicode_FromString(name);
+    return PyUnicode_FromFormat("device type %d", (int)type);
+}
+
 static PyObject *Tensor_get_ndim(PyObject *op, void *c)
 {
     (void)c;
@@ -380,6 +390,7 @@ static PyGetSetDef Tensor_getset[] = {
     {"strides", Tensor_get_strides, NULL, "Stride of each dimension, in elements (tuple of int).", NULL},
     {"dtype", Tensor_get_dtype, NULL, "Element type name, e.g. 'float32'.", NULL},
     {"device", Tensor_get_device, NULL, "(DLPack device type, device id); (1, 0) is the CPU.", NULL},
+    {"device_name", Tensor_get_device_name, NULL, "The device's short name: 'cpu', 'cuda', 'rocm', ...", NULL},
     {"ndim", Tensor_get_ndim, NULL, "Number of dimensions.", NULL},
     {"itemsize", Tensor_get_itemsize, NULL, "Bytes per element.", NULL},
     {"nbytes", Tensor_get_nbytes, NULL, "numel * itemsize.", NULL},

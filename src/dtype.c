@@ -112,3 +112,18 @@ bool _pylayout_device_is_host(DLDevice device)
         return false;
     }
 }
+
+pylayout_status pylayout_device_name(int32_t device_type, const char **name_ret)
+{
+    if (!name_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "name_ret is NULL");
+    const char *name = _pylayout_device_name(device_type);
+    if (!strncmp(name, "device type ", 12)) {
+        *name_ret = NULL;
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DEVICE, "DLPack device type %d is unknown to pylayout",
+                              (int)device_type);
+    }
+    *name_ret = name;
+    _pylayout_clear_error();
+    return PYLAYOUT_OK;
+}

@@ -1388,6 +1388,26 @@ START_TEST(test_dtype_names_round_trip)
 }
 END_TEST
 
+START_TEST(test_device_names)
+{
+    static const struct {
+        int32_t type;
+        const char *name;
+    } known[] = {{kDLCPU, "cpu"}, {kDLCUDA, "cuda"}, {kDLCUDAHost, "cuda_host"}, {kDLROCM, "rocm"},
+                 {kDLMetal, "metal"}, {kDLCUDAManaged, "cuda_managed"}, {kDLOneAPI, "oneapi"}, {kDLTrn, "trn"}};
+    const char *name = "x";
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        ck_assert_int_eq(pylayout_device_name(known[i].type, &name), PYLAYOUT_OK);
+        ck_assert_str_eq(name, known[i].name);
+    }
+    ck_assert_int_eq(pylayout_device_name(5, &name), PYLAYOUT_ERR_UNSUPPORTED_DEVICE); /* no DLPack type 5 */
+    ck_assert_ptr_null(name);
+    ck_assert_int_eq(pylayout_device_name(-1, &name), PYLAYOUT_ERR_UNSUPPORTED_DEVICE);
+    ck_assert_ptr_nonnull(strstr(pylayout_last_error(), "-1"));
+    ck_assert_int_eq(pylayout_device_name(kDLCPU, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 START_TEST(test_dtype_name_errors)
 {
     const char *name = "untouched";
@@ -1461,6 +1481,7 @@ static Suite *tensor_suite(void)
 
     tc = tcase_create("dtypes");
     tcase_add_loop_test(tc, test_dtype_names_round_trip, 0, (int)(sizeof dtype_names / sizeof dtype_names[0]));
+    tcase_add_test(tc, test_device_names);
     tcase_add_test(tc, test_dtype_name_errors);
     suite_add_tcase(s, tc);
 
