@@ -29,7 +29,7 @@ from typing import Sequence
 import torch
 from torch.library import custom_op
 
-from . import _core
+from . import _core, _symbolic
 
 __all__ = [
     "canonicalize",
@@ -67,40 +67,23 @@ def format_name(fmt) -> str:
     return name
 
 
+def _concrete(shape) -> bool:
+    """Eager code with plain ints (a meta tensor's too): the C core answers.
+    While torch.compile traces (Dynamo cannot call into C, and sizes may be
+    symbolic): pylayout._symbolic, its tested twin."""
+    return not torch.compiler.is_compiling() and all(type(s) is int for s in shape)
+
+
 def _dims_order(ndim: int, fmt: str) -> list[int]:
-    """Dim order, outermost first, of a dense tensor in `fmt`."""
-    if fmt == "contiguous":
-        return list(range(ndim))
-    if fmt == "fortran":
-        return list(range(ndim - 1, -1, -1))
-    rank = 4 if fmt == "channels_last" else 5
-    if ndim != rank:
-        raise ValueError(f"{fmt} needs a {rank}-D tensor, got {ndim}-D")
-    return [0] + list(range(2, ndim)) + [1]
+    return _symbolic.dims_order(ndim, fmt)
 
 
-def _order_strides(shape: Sequence[int], order: Sequence[int]) -> list[int]:
-    """pylayout_order_strides: size-0 dims count as 1, as torch's contiguous strides do."""
-    strides = [0] * len(shape)
-    step = 1
-    for d in reversed(order):
-        strides[d] = step
-        step *= max(shape[d], 1)
-    return strides
+def _order_strides(shape: Sequence[int], order: Sequence[int]) -> Sequence[int]:
+    return _core.order_strides(shape, order) if _concrete(shape) else _symbolic.order_strides(shape, order)
 
 
-def _format_strides(shape: Sequence[int], fmt: str) -> list[int]:
-    """pylayout_format_strides, which matches torch.empty(..., memory_format=)."""
-    if fmt in ("channels_last", "channels_last_3d"):
-        _dims_order(len(shape), fmt)  # rank check
-        order = [1] + list(range(len(shape) - 1, 1, -1)) + [0]  # innermost first
-        strides = [0] * len(shape)
-        step = 1
-        for d in order:  # c10: plain products, so a size-0 dim zeroes the outer strides
-            strides[d] = step
-            step *= shape[d]
-        return strides
-    return _order_strides(shape, _dims_order(len(shape), fmt))
+def _format_strides(shape: Sequence[int], fmt: str) -> Sequence[int]:
+    return _core.format_strides(shape, fmt) if _concrete(shape) else _symbolic.format_strides(shape, fmt)
 
 
 def _has_layout(x: torch.Tensor, strides: Sequence[int]) -> bool:
@@ -245,8 +228,7 @@ def to_order(x: torch.Tensor, order: Sequence[int], *, copy: bool | None = None)
     order = [int(d) for d in order]
     if sorted(order) != list(range(x.dim())):
         raise ValueError(f"order must be a permutation of 0..{x.dim() - 1}, got {order}")
-    strides = _order_strides(x.shape, order) if torch.compiler.is_compiling() else _core.order_strides(x.shape, order)
-    if _has_layout(x, strides):
+    if _has_layout(x, _order_strides(x.shape, order)):
         if not copy:
             return x
     else:
@@ -422,29 +404,20 @@ def unpack_complex(z: torch.Tensor, *, copy: bool = True) -> tuple[torch.Tensor,
 
 
 def _complex_view_strides(x: torch.Tensor):
-    """Strides that make `x` acceptable to torch.view_as_complex without moving
-    memory, or (dim, reason) when memory forbids a view."""
-    n = x.dim()
+    """Real strides that make `x` acceptable to torch.view_as_complex without
+    moving memory (pylayout's rule), or a str saying why memory forbids a view."""
     if x.dtype not in _COMPLEX_OF:
         raise TypeError(f"view_as_complex needs float16, float32 or float64, got {x.dtype}")
-    if n == 0 or x.shape[-1] != 2:
+    if x.dim() == 0 or x.shape[-1] != 2:
         raise ValueError(f"view_as_complex needs a last dim of size 2 holding (real, imag); got shape {tuple(x.shape)}")
-    strides = list(x.stride())
-    if x.numel() == 0:
-        # torch refuses odd strides even here; any even stride covers the same (no) memory
-        return [s - s % 2 for s in strides[:-1]] + [1]
-    if strides[-1] != 1:
-        return n - 1, f"dim {n - 1} (real, imag) has stride {strides[-1]}; the parts must be adjacent"
-    for d in range(n - 1):
-        if x.shape[d] > 1 and strides[d] % 2:
-            return d, f"dim {d} (size {x.shape[d]}) has odd stride {strides[d]}"
-        if x.shape[d] == 1 and strides[d] % 2:
-            strides[d] -= 1  # torch divides by 2 anyway; keep its result
-    # Dynamo cannot trace storage_offset(); compiled code leaves the parity
-    # check to torch.view_as_complex itself, which raises rather than misreads.
-    if not torch.compiler.is_compiling() and x.storage_offset() % 2:
-        return -1, f"storage offset {x.storage_offset()} is odd"
-    return strides
+    if not _concrete(x.shape):
+        # Dynamo cannot trace storage_offset(): the parity check is then
+        # torch.view_as_complex's own, which raises rather than misreads.
+        return _symbolic.complex_view_strides(x.shape, x.stride())
+    strides = _core.complex_view_strides(x)
+    if not isinstance(strides, str) and x.numel() and x.storage_offset() % 2:
+        return f"storage offset {x.storage_offset()} is odd"  # torch's own requirement
+    return list(strides) if not isinstance(strides, str) else strides
 
 
 def view_as_complex(x: torch.Tensor, *, copy: bool | None = None) -> torch.Tensor:
@@ -455,9 +428,9 @@ def view_as_complex(x: torch.Tensor, *, copy: bool | None = None) -> torch.Tenso
     strides = _complex_view_strides(x)  # checks dtype and shape first, whatever `copy` says
     if copy:
         return torch.view_as_complex(_convert(x, "format", "contiguous"))  # the op always copies
-    if isinstance(strides, tuple):
+    if isinstance(strides, str):
         if copy is False:
-            raise ValueError(f"no complex view exists: {strides[1]}; pass copy=None to pack a copy")
+            raise ValueError(f"no complex view exists: {strides}; pass copy=None to pack a copy")
         # a fresh contiguous copy: contiguous(x) would return x itself when
         # only its (odd) storage offset forbids the view
         return torch.view_as_complex(_convert(x, "format", "contiguous"))
@@ -479,12 +452,10 @@ def view_as_real(z: torch.Tensor) -> torch.Tensor:
 
 def canonicalize(x: torch.Tensor) -> torch.Tensor:
     """Zero-copy view of `x` with canonical strides on size-1 dims (see pylayout.canonicalize)."""
-    strides = list(x.stride())
-    extent = 1  # pylayout_canonical_strides: a size-1 dim takes the extent of the dims inside it
-    for d in range(x.dim() - 1, -1, -1):
-        if x.shape[d] == 1:
-            strides[d] = extent
-        extent = max(extent, abs(strides[d]) * x.shape[d])
+    if _concrete(x.shape):
+        strides = list(_core.canonical_strides(x))
+    else:
+        strides = _symbolic.canonical_strides(x.shape, x.stride())
     if strides == list(x.stride()):
         return x
     return x.as_strided(x.shape, strides)  # keeps x's storage offset

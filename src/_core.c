@@ -1039,8 +1039,20 @@ static int torch_metadata(operand *op)
     DLDataType dt;
     if (parse_dtype(dtype, &dt) < 0)
         goto done;
+    PyObject *off = PyObject_CallMethod(op->obj, "storage_offset", NULL);
+    long long offset = off ? PyLong_AsLongLong(off) : -1;
+    Py_XDECREF(off);
+    if (offset < 0 || offset > (1LL << 40)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_BufferError, "the tensor's storage offset cannot be described");
+        goto done;
+    }
+    /* No memory: a stand-in address, never dereferenced (meta_only operands
+     * never reach a data operation), aligned as the storage offset makes the
+     * first element of a torch storage aligned, for the views' rules. */
     op->scratch = (DLTensor){
-        .data = NULL, .device = {kDLExtDev, 0}, .ndim = (int32_t)n, .dtype = dt,
+        .data = (void *)(uintptr_t)(4096 + (uint64_t)offset * _pylayout_itemsize(dt)), .device = {kDLExtDev, 0},
+        .ndim = (int32_t)n, .dtype = dt,
         .shape = op->dims, .strides = op->dims + PYLAYOUT_MAX_NDIM, .byte_offset = 0,
     };
     op->dl = &op->scratch;
@@ -2032,6 +2044,56 @@ done:
     return res;
 }
 
+/* The real strides that view x as complex without moving memory (pylayout's
+ * rule, for torch's view ops to apply: twice the complex view's strides,
+ * then 1), or a str saying why no view exists.  Metadata only. */
+static PyObject *mod_complex_view_strides(PyObject *module, PyObject *x)
+{
+    operand op = {.held = NULL};
+    PyObject *res = NULL;
+    pylayout_tensor *t = NULL, *v = NULL;
+    const DLTensor *dl = query_operand(get_state(module), x, &op);
+    if (!dl)
+        goto done;
+    pylayout_status st = pylayout_tensor_borrow(dl, 0, &t);
+    if (st == PYLAYOUT_OK)
+        st = pylayout_view_as_complex(t, &v);
+    if (st == PYLAYOUT_ERR_NOT_VIEWABLE) {
+        res = PyUnicode_FromString(pylayout_last_error());
+    } else if (st != PYLAYOUT_OK) {
+        raise_operand_status(st);
+    } else {
+        const DLTensor *vd;
+        int64_t strides[PYLAYOUT_MAX_NDIM];
+        pylayout_tensor_dltensor(v, &vd);
+        for (int32_t d = 0; d < vd->ndim; d++)
+            strides[d] = 2 * vd->strides[d]; /* a complex stride fits int64 twice over: it came from one */
+        strides[vd->ndim] = 1;
+        res = int64_tuple(strides, vd->ndim + 1);
+    }
+done:
+    pylayout_tensor_release(v); /* borrowed memory: no deleter, no Python */
+    pylayout_tensor_release(t);
+    operand_release(&op);
+    return res;
+}
+
+/* The strides of x with its size-1 dims' strides canonical
+ * (pylayout_canonical_strides).  Metadata only. */
+static PyObject *mod_canonical_strides(PyObject *module, PyObject *x)
+{
+    operand op = {.held = NULL};
+    PyObject *res = NULL;
+    const DLTensor *dl = query_operand(get_state(module), x, &op);
+    if (dl) {
+        int64_t strides[PYLAYOUT_MAX_NDIM];
+        pylayout_status st = pylayout_canonical_strides(dl, strides);
+        res = st != PYLAYOUT_OK ? raise_status(st) : int64_tuple(strides, dl->ndim);
+    }
+    operand_release(&op);
+    return res;
+}
+
 /* The strides pylayout gives a dense tensor of `shape` in a format or a dim
  * order (pylayout_format_strides / pylayout_order_strides): what a
  * conversion would produce, for backends that move the bytes themselves
@@ -2319,6 +2381,22 @@ PyDoc_STRVAR(to_type_doc,
 "tensor (a pylayout.Tensor) as an object of type `target` through that\n"
 "type's DLPack C exchange API, or None if it has none.  For the benchmark.");
 
+PyDoc_STRVAR(complex_view_strides_doc,
+"complex_view_strides($module, x, /)\n--\n\n"
+"The real strides under which x (..., 2) views as complex without moving\n"
+"memory (twice the complex strides, then 1), or a str saying why no view\n"
+"exists.  The rule pylayout.view_as_complex applies; metadata only.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.complex_view_strides(np.zeros((4, 1, 2), np.float32).transpose(1, 0, 2))\n"
+"(2, 2, 1)");
+
+PyDoc_STRVAR(canonical_strides_doc,
+"canonical_strides($module, x, /)\n--\n\n"
+"x's strides with each size-1 dim's stride canonical (pylayout.canonicalize).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.canonical_strides(np.zeros((4, 2, 1), np.float32).transpose(0, 2, 1))\n"
+"(2, 2, 1)");
+
 PyDoc_STRVAR(format_strides_doc,
 "format_strides($module, /, shape, format='contiguous')\n--\n\n"
 "The element strides of a dense tensor of `shape` in `format` (what\n"
@@ -2351,6 +2429,8 @@ static PyMethodDef module_methods[] = {
     {"canonicalize", mod_canonicalize, METH_O, canonicalize_doc},
     KW_METHOD(pack_complex, mod_pack_complex),
     KW_METHOD(unpack_complex, mod_unpack_complex),
+    {"complex_view_strides", mod_complex_view_strides, METH_O, complex_view_strides_doc},
+    {"canonical_strides", mod_canonical_strides, METH_O, canonical_strides_doc},
     KW_METHOD(format_strides, mod_format_strides),
     KW_METHOD(order_strides, mod_order_strides),
     {"set_num_threads", mod_set_num_threads, METH_O, set_num_threads_doc},
