@@ -4,11 +4,13 @@
  * pylayout works on DLPack DLTensors (strided views of memory, strides in
  * elements).  It never copies unless asked to, and it preserves strides.
  *
- *   Dtypes:  pylayout_dtype_name, pylayout_dtype_from_name, pylayout_device_name
+ *   Names:   pylayout_dtype_name, pylayout_dtype_from_name, pylayout_dtype_itemsize,
+ *            pylayout_complex_dtype, pylayout_real_dtype, pylayout_format_name,
+ *            pylayout_format_from_name, pylayout_device_name, pylayout_device_is_host
  *   Queries  (metadata only, any device):
  *       pylayout_validate, pylayout_numel, pylayout_is_contiguous,
  *       pylayout_suggest_format, pylayout_is_dense, pylayout_format_strides,
- *       pylayout_order_strides, pylayout_like_order
+ *       pylayout_order_strides, pylayout_like_order, pylayout_is_in_order
  *   Tensors  (pylayout_tensor: a reference-counted DLTensor plus its owner):
  *       import:  pylayout_tensor_from_versioned, pylayout_tensor_from_legacy,
  *                pylayout_tensor_borrow
@@ -46,6 +48,8 @@
 
 #if defined(PYLAYOUT_STATIC)
 #define PYLAYOUT_API
+#elif defined(_WIN32) && defined(PYLAYOUT_BUILDING)
+#define PYLAYOUT_API __declspec(dllexport)
 #elif defined(_WIN32)
 #define PYLAYOUT_API __declspec(dllimport)
 #else
@@ -124,11 +128,36 @@ PYLAYOUT_API pylayout_status pylayout_dtype_name(DLDataType dtype, const char **
  * Returns OK or INVALID_ARGUMENT (NULL or unknown name). */
 PYLAYOUT_API pylayout_status pylayout_dtype_from_name(const char *name, DLDataType *dtype_ret);
 
+/* Points *name_ret at the name of `format`: "contiguous", "channels_last",
+ * "channels_last_3d" or "fortran".  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_format_name(pylayout_format format, const char **name_ret);
+
+/* The format a name spells: the four names above, NumPy's "C" and "F", and
+ * torch's memory formats as str() prints them ("torch.channels_last",
+ * "torch.contiguous_format", ...).  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_format_from_name(const char *name, pylayout_format *format_ret);
+
 /* Points *name_ret at the short name of a DLPack device type ("cpu", "cuda",
  * "cuda_host", "rocm", "metal", ...), a static string, as pylayout's
  * messages and Tensor.device_name use it.  Returns OK, INVALID_ARGUMENT or
  * UNSUPPORTED_DEVICE (a type DLPack 1.3 does not define; *name_ret = NULL). */
 PYLAYOUT_API pylayout_status pylayout_device_name(int32_t device_type, const char **name_ret);
+
+/* Stores the bytes per element of `dtype` in *itemsize_ret.  Returns OK,
+ * INVALID_ARGUMENT or UNSUPPORTED_DTYPE (lanes != 1, sub-byte, opaque or
+ * unknown codes). */
+PYLAYOUT_API pylayout_status pylayout_dtype_itemsize(DLDataType dtype, size_t *itemsize_ret);
+
+/* The complex dtype whose parts are `real` (float16 -> complex32, float32 ->
+ * complex64, float64 -> complex128), and the inverse.  Returns OK,
+ * INVALID_ARGUMENT or UNSUPPORTED_DTYPE (no such pair). */
+PYLAYOUT_API pylayout_status pylayout_complex_dtype(DLDataType real, DLDataType *complex_ret);
+PYLAYOUT_API pylayout_status pylayout_real_dtype(DLDataType complex, DLDataType *real_ret);
+
+/* Whether the CPU can read and write `device`'s memory directly (CPU,
+ * CUDAHost, ROCMHost, CUDAManaged): what pylayout's copies accept.
+ * Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_device_is_host(DLDevice device, bool *host_ret);
 
 /* --------------------------------------------------------------- queries */
 /* These read only metadata: they work on tensors of any device.  A DLTensor
@@ -186,6 +215,13 @@ PYLAYOUT_API pylayout_status pylayout_order_strides(int32_t ndim, const int64_t 
  * a stride-0 dim keeps its place, equal strides put the smaller size inside).
  * Metadata only.  Returns OK, INVALID_ARGUMENT or INVALID_TENSOR. */
 PYLAYOUT_API pylayout_status pylayout_like_order(const DLTensor *t, int32_t *order_ret);
+
+/* Whether t is dense with its dims laid out in `order` (outermost first),
+ * size-1 dims aside and any empty tensor included (as torch judges row-major
+ * contiguity; its channels_last test alone holds empty tensors to the stride
+ * rule): what pylayout.to_order returns as it is.
+ * Returns OK, INVALID_ARGUMENT (order not a permutation) or INVALID_TENSOR. */
+PYLAYOUT_API pylayout_status pylayout_is_in_order(const DLTensor *t, const int32_t *order, bool *result_ret);
 
 /* --------------------------------------------------------------- tensors */
 

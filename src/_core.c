@@ -12,7 +12,7 @@
 #include <Python.h>
 #include <string.h>
 
-#include "internal.h" /* the core is compiled into the extension */
+#include <pylayout.h> /* the extension is a client of the public API, like any C user */
 
 /* ------------------------------------------------------------------ state */
 
@@ -127,7 +127,12 @@ static PyObject *raise_status(pylayout_status st)
     return NULL;
 }
 
-static const char *const format_names[] = {"contiguous", "channels_last", "channels_last_3d", "fortran"};
+static const char *format_name(pylayout_format fmt)
+{
+    const char *name = "?";
+    pylayout_format_name(fmt, &name);
+    return name;
+}
 
 /* torch.preserve_format: keep a dense tensor as it is, else copy it in its
  * own stride order (pylayout_like_order: torch's meaning for clone and
@@ -146,31 +151,17 @@ static int parse_format_ex(PyObject *obj, pylayout_format *fmt, bool allow_prese
     int rc = -1;
     if (!name)
         goto done;
-    if (!strncmp(name, "torch.", 6)) {
-        name += 6;
-        if (!strcmp(name, "contiguous_format"))
-            name = "contiguous";
-    }
-    if (!strcmp(name, "C"))
-        name = "contiguous";
-    else if (!strcmp(name, "F"))
-        name = "fortran";
-    if (allow_preserve && !strcmp(name, "preserve_format")) {
+    if (allow_preserve && !strcmp(name, "torch.preserve_format")) {
         *fmt = FORMAT_PRESERVE;
         rc = 0;
-        goto done;
+    } else if (pylayout_format_from_name(name, fmt) == PYLAYOUT_OK) {
+        rc = 0;
+    } else {
+        PyErr_Format(PyExc_ValueError,
+                     "unknown memory format %R; use 'contiguous' (or 'C'), 'channels_last', 'channels_last_3d', "
+                     "'fortran' (or 'F')%s or a torch.memory_format",
+                     obj, allow_preserve ? ", torch.preserve_format" : "");
     }
-    for (int i = 0; i < 4; i++) {
-        if (!strcmp(name, format_names[i])) {
-            *fmt = (pylayout_format)i;
-            rc = 0;
-            goto done;
-        }
-    }
-    PyErr_Format(PyExc_ValueError,
-                 "unknown memory format %R; use 'contiguous' (or 'C'), 'channels_last', 'channels_last_3d', "
-                 "'fortran' (or 'F')%s or a torch.memory_format",
-                 obj, allow_preserve ? ", torch.preserve_format" : "");
 done:
     Py_DECREF(s);
     return rc;
@@ -206,8 +197,30 @@ static int parse_copy(PyObject *copy, int *want)
 
 static const char *dtype_name_or(DLDataType dt, const char *fallback)
 {
-    const char *name = _pylayout_dtype_name(dt);
-    return name ? name : fallback;
+    const char *name = NULL;
+    return pylayout_dtype_name(dt, &name) == PYLAYOUT_OK ? name : fallback;
+}
+
+/* Bytes per element of a tensor's dtype: every pylayout tensor has a
+ * supported dtype, so this never fails for one. */
+static size_t itemsize_of(DLDataType dt)
+{
+    size_t n = 0;
+    pylayout_dtype_itemsize(dt, &n);
+    return n;
+}
+
+static bool is_host(DLDevice device)
+{
+    bool host = false;
+    pylayout_device_is_host(device, &host);
+    return host;
+}
+
+static const char *device_name_or(int32_t device_type, const char *fallback)
+{
+    const char *name = NULL;
+    return pylayout_device_name(device_type, &name) == PYLAYOUT_OK ? name : fallback;
 }
 
 /* Accepts a dtype name ("float32") or anything whose str() is one, such as
@@ -348,7 +361,7 @@ static PyObject *Tensor_get_ndim(PyObject *op, void *c)
 static PyObject *Tensor_get_itemsize(PyObject *op, void *c)
 {
     (void)c;
-    return PyLong_FromSize_t(_pylayout_itemsize(((TensorObject *)op)->dl->dtype));
+    return PyLong_FromSize_t(itemsize_of(((TensorObject *)op)->dl->dtype));
 }
 
 static PyObject *Tensor_get_nbytes(PyObject *op, void *c)
@@ -357,10 +370,10 @@ static PyObject *Tensor_get_nbytes(PyObject *op, void *c)
     const DLTensor *dl = ((TensorObject *)op)->dl;
     /* numel fits int64 (checked at import); times itemsize may not: a
      * broadcast view can describe more than 2^63 bytes (rule 4). */
-    unsigned __int128 n = (unsigned __int128)(uint64_t)numel_of(dl) * _pylayout_itemsize(dl->dtype);
+    unsigned __int128 n = (unsigned __int128)(uint64_t)numel_of(dl) * itemsize_of(dl->dtype);
     if (n <= UINT64_MAX)
         return PyLong_FromUnsignedLongLong((unsigned long long)n);
-    PyObject *a = PyLong_FromLongLong(numel_of(dl)), *b = a ? PyLong_FromSize_t(_pylayout_itemsize(dl->dtype)) : NULL;
+    PyObject *a = PyLong_FromLongLong(numel_of(dl)), *b = a ? PyLong_FromSize_t(itemsize_of(dl->dtype)) : NULL;
     PyObject *r = b ? PyNumber_Multiply(a, b) : NULL;
     Py_XDECREF(a);
     Py_XDECREF(b);
@@ -464,7 +477,7 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
 {
     TensorObject *self = (TensorObject *)op;
     const DLTensor *dl = self->dl;
-    if (!_pylayout_device_is_host(dl->device)) {
+    if (!is_host(dl->device)) {
         PyErr_Format(PyExc_BufferError,
                      "the buffer protocol needs CPU memory; this tensor lives on device type %d; use "
                      "DLPack (__dlpack__) to hand it to a library for that device",
@@ -495,7 +508,7 @@ static int Tensor_getbuffer(PyObject *op, Py_buffer *view, int flags)
                         "(pylayout.contiguous) or ask for a strided buffer");
         return -1;
     }
-    Py_ssize_t itemsize = (Py_ssize_t)_pylayout_itemsize(dl->dtype);
+    Py_ssize_t itemsize = (Py_ssize_t)itemsize_of(dl->dtype);
     int64_t n = numel_of(dl), len;
     /* The buffer protocol counts in bytes: every byte stride and the length
      * must fit Py_ssize_t, or the buffer cannot be described (rule 4). */
@@ -1051,7 +1064,7 @@ static int torch_metadata(operand *op)
      * never reach a data operation), aligned as the storage offset makes the
      * first element of a torch storage aligned, for the views' rules. */
     op->scratch = (DLTensor){
-        .data = (void *)(uintptr_t)(4096 + (uint64_t)offset * _pylayout_itemsize(dt)), .device = {kDLExtDev, 0},
+        .data = (void *)(uintptr_t)(4096 + (uint64_t)offset * itemsize_of(dt)), .device = {kDLExtDev, 0},
         .ndim = (int32_t)n, .dtype = dt,
         .shape = op->dims, .strides = op->dims + PYLAYOUT_MAX_NDIM, .byte_offset = 0,
     };
@@ -1278,7 +1291,7 @@ static PyObject *Tensor_array(PyObject *op, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OO:__array__", kwlist, &dtype, &copy))
         return NULL;
     const DLTensor *dl = ((TensorObject *)op)->dl;
-    if (!_pylayout_device_is_host(dl->device)) {
+    if (!is_host(dl->device)) {
         PyErr_Format(PyExc_BufferError,
                      "cannot make a NumPy array of a tensor on device type %d (not CPU memory); copy it to "
                      "the CPU with its own library first",
@@ -1537,7 +1550,7 @@ static PyObject *mod_suggest_format(PyObject *module, PyObject *x)
     if (dl) {
         pylayout_format fmt;
         pylayout_status st = pylayout_suggest_format(dl, &fmt);
-        res = st != PYLAYOUT_OK ? raise_status(st) : PyUnicode_FromString(format_names[fmt]);
+        res = st != PYLAYOUT_OK ? raise_status(st) : PyUnicode_FromString(format_name(fmt));
     }
     operand_release(&op);
     return res;
@@ -1658,14 +1671,14 @@ static PyObject *export_like(core_state *state, PyObject *like, pylayout_tensor 
 
 static int check_host(const DLTensor *dl, const char *what)
 {
-    if (_pylayout_device_is_host(dl->device))
+    if (is_host(dl->device))
         return 0;
     PyErr_Format(PyExc_BufferError,
                  "%s lives on device '%s' (device type %d, not CPU memory); pylayout moves the data of CPU "
                  "tensors itself and of torch tensors on any device through torch, so pass a torch.Tensor "
                  "on that device (torch.from_dlpack(x)) or copy it to the CPU; layout queries and zero-copy "
                  "views work here as they are",
-                 what, _pylayout_device_name(dl->device.device_type), (int)dl->device.device_type);
+                 what, device_name_or(dl->device.device_type, "unknown"), (int)dl->device.device_type);
     return -1;
 }
 
@@ -1733,7 +1746,7 @@ static PyObject *mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
         res = Py_NewRef(x_obj);
     else if (!already && want_copy == 0)
         PyErr_Format(PyExc_ValueError, "copy=False, but the tensor is not %s: converting it needs a copy",
-                     fmt == FORMAT_PRESERVE ? "dense" : format_names[fmt]);
+                     fmt == FORMAT_PRESERVE ? "dense" : format_name(fmt));
     else if (fmt == FORMAT_PRESERVE)
         res = copy_like(state, &x);
     else
@@ -1752,7 +1765,7 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         parse_copy(copy, &want_copy) < 0)
         return NULL;
     core_state *state = get_state(module);
-    int64_t order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM], have[PYLAYOUT_MAX_NDIM];
+    int64_t order64[PYLAYOUT_MAX_NDIM];
     int32_t order[PYLAYOUT_MAX_NDIM], n;
     if (parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
         return NULL;
@@ -1766,17 +1779,11 @@ static PyObject *mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
     }
     for (int32_t i = 0; i < n; i++)
         order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
-    if ((st = pylayout_order_strides(n, x.dl->shape, order, strides)) != PYLAYOUT_OK ||
-        (st = _pylayout_check(x.dl, "x", have)) != PYLAYOUT_OK) { /* explicit strides: an export may send NULL */
+    bool already = false;
+    if ((st = pylayout_is_in_order(x.dl, order, &already)) != PYLAYOUT_OK) {
         raise_status(st);
         goto done;
     }
-    /* Already dense in that order (size-1 dims aside, as torch ignores them)? */
-    bool already = true;
-    if (numel_of(x.dl) > 0)
-        for (int32_t d = 0; d < n; d++)
-            if (x.dl->shape[d] != 1 && have[d] != strides[d])
-                already = false;
     if (already && want_copy != 1)
         res = Py_NewRef(x_obj);
     else if (!already && want_copy == 0)
@@ -1934,8 +1941,8 @@ static PyObject *mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
         goto done;
     const DLTensor *dre = re.dl, *dim = im.dl, *dout;
     if (!has_out) {
-        DLDataType ct = {kDLComplex, (uint8_t)(dre->dtype.bits * 2), 1};
-        if (dre->dtype.code != kDLFloat || dre->dtype.lanes != 1 || dre->dtype.bits > 64) {
+        DLDataType ct;
+        if (pylayout_complex_dtype(dre->dtype, &ct) != PYLAYOUT_OK) {
             PyErr_Format(PyExc_TypeError, "re must be float16, float32 or float64, got %s",
                          dtype_name_or(dre->dtype, "an unsupported dtype"));
             goto done;
@@ -2006,8 +2013,8 @@ static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *
     if (operand_take(state, z_obj, &z) < 0 || operand_guard(&z) < 0 || operand_memory(&z, true) < 0)
         goto done; /* phase 2 from the last call on */
     const DLTensor *dz = z.dl;
-    DLDataType rt = {kDLFloat, (uint8_t)(dz->dtype.bits / 2), 1};
-    if (dz->dtype.code != kDLComplex) {
+    DLDataType rt;
+    if (pylayout_real_dtype(dz->dtype, &rt) != PYLAYOUT_OK) {
         PyErr_Format(PyExc_TypeError, "z must be complex32, complex64 or complex128, got %s",
                      dtype_name_or(dz->dtype, "an unsupported dtype"));
         goto done;

@@ -24,16 +24,16 @@
 static DLDataType real_of(DLDataType c)
 {
     DLDataType r = {kDLFloat, 0, 1};
-    if (c.code == kDLComplex && c.lanes == 1 && (c.bits == 32 || c.bits == 64 || c.bits == 128))
-        r.bits = (uint8_t)(c.bits / 2);
+    if (pylayout_real_dtype(c, &r) != PYLAYOUT_OK)
+        r.bits = 0;
     return r;
 }
 
 static DLDataType complex_of(DLDataType r)
 {
     DLDataType c = {kDLComplex, 0, 1};
-    if (r.code == kDLFloat && r.lanes == 1 && (r.bits == 16 || r.bits == 32 || r.bits == 64))
-        c.bits = (uint8_t)(r.bits * 2);
+    if (pylayout_complex_dtype(r, &c) != PYLAYOUT_OK)
+        c.bits = 0;
     return c;
 }
 

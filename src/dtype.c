@@ -127,3 +127,88 @@ pylayout_status pylayout_device_name(int32_t device_type, const char **name_ret)
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }
+
+pylayout_status pylayout_dtype_itemsize(DLDataType dtype, size_t *itemsize_ret)
+{
+    if (!itemsize_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "itemsize_ret is NULL");
+    size_t n = _pylayout_itemsize(dtype);
+    if (!n)
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "no supported dtype has code %u, bits %u, lanes %u",
+                              (unsigned)dtype.code, (unsigned)dtype.bits, (unsigned)dtype.lanes);
+    *itemsize_ret = n;
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_complex_dtype(DLDataType real, DLDataType *complex_ret)
+{
+    if (!complex_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "complex_ret is NULL");
+    if (real.code != kDLFloat || real.lanes != 1 || (real.bits != 16 && real.bits != 32 && real.bits != 64))
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "%s has no complex dtype: use float16, float32 or "
+                              "float64", _pylayout_dtype_name(real) ? _pylayout_dtype_name(real) : "this dtype");
+    *complex_ret = (DLDataType){kDLComplex, (uint8_t)(real.bits * 2), 1};
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_real_dtype(DLDataType complex, DLDataType *real_ret)
+{
+    if (!real_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "real_ret is NULL");
+    if (complex.code != kDLComplex || complex.lanes != 1 ||
+        (complex.bits != 32 && complex.bits != 64 && complex.bits != 128))
+        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "%s is not complex32, complex64 or complex128",
+                              _pylayout_dtype_name(complex) ? _pylayout_dtype_name(complex) : "this dtype");
+    *real_ret = (DLDataType){kDLFloat, (uint8_t)(complex.bits / 2), 1};
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_device_is_host(DLDevice device, bool *host_ret)
+{
+    if (!host_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "host_ret is NULL");
+    *host_ret = _pylayout_device_is_host(device);
+    return PYLAYOUT_OK;
+}
+
+/* Every spelling users hold: pylayout's names, NumPy's orders, torch's
+ * memory_format objects as str() prints them. */
+static const struct {
+    const char *name;
+    pylayout_format format;
+} format_names[] = {
+    {"contiguous", PYLAYOUT_FORMAT_CONTIGUOUS},
+    {"channels_last", PYLAYOUT_FORMAT_CHANNELS_LAST},
+    {"channels_last_3d", PYLAYOUT_FORMAT_CHANNELS_LAST_3D},
+    {"fortran", PYLAYOUT_FORMAT_FORTRAN},
+    {"C", PYLAYOUT_FORMAT_CONTIGUOUS},
+    {"F", PYLAYOUT_FORMAT_FORTRAN},
+    {"torch.contiguous_format", PYLAYOUT_FORMAT_CONTIGUOUS},
+    {"torch.channels_last", PYLAYOUT_FORMAT_CHANNELS_LAST},
+    {"torch.channels_last_3d", PYLAYOUT_FORMAT_CHANNELS_LAST_3D},
+};
+
+pylayout_status pylayout_format_name(pylayout_format format, const char **name_ret)
+{
+    if (!name_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "name_ret is NULL");
+    if ((unsigned)format > PYLAYOUT_FORMAT_FORTRAN)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "unknown format %d", (int)format);
+    *name_ret = format_names[format].name; /* the first four rows are in enum order */
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_format_from_name(const char *name, pylayout_format *format_ret)
+{
+    if (!name || !format_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "name or format_ret is NULL");
+    for (size_t i = 0; i < sizeof format_names / sizeof format_names[0]; i++)
+        if (!strcmp(name, format_names[i].name)) {
+            *format_ret = format_names[i].format;
+            return PYLAYOUT_OK;
+        }
+    return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT,
+                          "unknown memory format '%.64s'; use 'contiguous' (or 'C'), 'channels_last', "
+                          "'channels_last_3d', 'fortran' (or 'F') or a torch.memory_format",
+                          name);
+}

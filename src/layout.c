@@ -466,3 +466,21 @@ pylayout_status pylayout_like_order(const DLTensor *t, int32_t *order_ret)
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }
+
+pylayout_status pylayout_is_in_order(const DLTensor *t, const int32_t *order, bool *result_ret)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM], want[PYLAYOUT_MAX_NDIM], numel;
+    pylayout_status st = check_meta(t, strides, &numel);
+    if (st != PYLAYOUT_OK)
+        return st;
+    if (!result_ret)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "result_ret is NULL");
+    if ((st = pylayout_order_strides(t->ndim, t->shape, order, want)) != PYLAYOUT_OK)
+        return st;
+    /* torch's rule: size-1 dims aside, and an empty tensor is in every order */
+    *result_ret = true;
+    for (int32_t d = 0; numel > 0 && d < t->ndim; d++)
+        if (t->shape[d] != 1 && strides[d] != want[d])
+            *result_ret = false;
+    return PYLAYOUT_OK;
+}

@@ -701,6 +701,53 @@ START_TEST(test_like_order_errors)
 }
 END_TEST
 
+/* pylayout_is_in_order: agrees with is_contiguous for the orders that name a
+ * format, on every row of the layout table. */
+START_TEST(test_is_in_order_matches_formats)
+{
+    const layout_case *c = &layout_cases[_i];
+    DLTensor t = {.data = (void *)64, .device = {kDLCPU, 0}, .ndim = c->ndim, .dtype = {kDLFloat, 32, 1},
+                  .shape = (int64_t *)c->shape, .strides = (int64_t *)c->strides};
+    int32_t row_major[PYLAYOUT_MAX_NDIM], col_major[PYLAYOUT_MAX_NDIM];
+    for (int32_t d = 0; d < c->ndim; d++) {
+        row_major[d] = d;
+        col_major[d] = c->ndim - 1 - d;
+    }
+    bool in_order = false, fmt = false;
+    ck_assert_int_eq(pylayout_is_in_order(&t, row_major, &in_order), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_is_contiguous(&t, PYLAYOUT_FORMAT_CONTIGUOUS, &fmt), PYLAYOUT_OK);
+    ck_assert_msg(in_order == fmt, "row %d: row-major order %d, contiguous %d", _i, in_order, fmt);
+    ck_assert_int_eq(pylayout_is_in_order(&t, col_major, &in_order), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_is_contiguous(&t, PYLAYOUT_FORMAT_FORTRAN, &fmt), PYLAYOUT_OK);
+    ck_assert_msg(in_order == fmt, "row %d: column-major order %d, fortran %d", _i, in_order, fmt);
+    int64_t numel = 1;
+    for (int32_t d = 0; d < c->ndim; d++)
+        numel *= c->shape[d];
+    if (c->ndim == 4 && numel > 0) { /* c10's channels_last test holds empty tensors to the stride rule */
+        const int32_t cl[4] = {0, 2, 3, 1};
+        ck_assert_int_eq(pylayout_is_in_order(&t, cl, &in_order), PYLAYOUT_OK);
+        ck_assert_int_eq(pylayout_is_contiguous(&t, PYLAYOUT_FORMAT_CHANNELS_LAST, &fmt), PYLAYOUT_OK);
+        ck_assert_msg(in_order == fmt, "row %d: NHWC order %d, channels_last %d", _i, in_order, fmt);
+    }
+}
+END_TEST
+
+START_TEST(test_is_in_order_errors)
+{
+    int64_t shape[2] = {2, 3}, strides[2] = {1, 2};
+    DLTensor t = {.data = (void *)64, .device = {kDLCPU, 0}, .ndim = 2, .dtype = {kDLFloat, 32, 1},
+                  .shape = shape, .strides = strides};
+    const int32_t ok[2] = {1, 0}, dup[2] = {0, 0};
+    bool r = false;
+    ck_assert_int_eq(pylayout_is_in_order(&t, ok, &r), PYLAYOUT_OK);
+    ck_assert(r);
+    ck_assert_int_eq(pylayout_is_in_order(&t, dup, &r), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_is_in_order(&t, NULL, &r), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_is_in_order(&t, ok, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_is_in_order(NULL, ok, &r), PYLAYOUT_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 START_TEST(test_order_strides_errors)
 {
     int64_t shape[4] = {2, 3, 4, 5}, neg[4] = {2, -3, 4, 5}, strides[4];
@@ -783,6 +830,8 @@ static Suite *layout_suite(void)
     tcase_add_test(tc, test_order_matches_formats);
     tcase_add_loop_test(tc, test_like_order_table, 0, N_LIKE_CASES);
     tcase_add_test(tc, test_like_order_errors);
+    tcase_add_loop_test(tc, test_is_in_order_matches_formats, 0, N_LAYOUT_CASES);
+    tcase_add_test(tc, test_is_in_order_errors);
     tcase_add_test(tc, test_order_strides_errors);
     suite_add_tcase(s, tc);
     return s;

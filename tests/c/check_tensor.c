@@ -1408,6 +1408,78 @@ START_TEST(test_device_names)
 }
 END_TEST
 
+START_TEST(test_dtype_helpers)
+{
+    size_t n = 0;
+    ck_assert_int_eq(pylayout_dtype_itemsize((DLDataType){kDLComplex, 128, 1}, &n), PYLAYOUT_OK);
+    ck_assert_uint_eq(n, 16);
+    ck_assert_int_eq(pylayout_dtype_itemsize((DLDataType){kDLBool, 8, 1}, &n), PYLAYOUT_OK);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(pylayout_dtype_itemsize((DLDataType){kDLFloat, 32, 4}, &n), PYLAYOUT_ERR_UNSUPPORTED_DTYPE);
+    ck_assert_int_eq(pylayout_dtype_itemsize((DLDataType){kDLFloat, 32, 1}, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+
+    static const uint8_t real_bits[3] = {16, 32, 64};
+    for (int i = 0; i < 3; i++) {
+        DLDataType c, r;
+        ck_assert_int_eq(pylayout_complex_dtype((DLDataType){kDLFloat, real_bits[i], 1}, &c), PYLAYOUT_OK);
+        ck_assert(c.code == kDLComplex && c.bits == 2 * real_bits[i] && c.lanes == 1);
+        ck_assert_int_eq(pylayout_real_dtype(c, &r), PYLAYOUT_OK);
+        ck_assert(r.code == kDLFloat && r.bits == real_bits[i] && r.lanes == 1);
+    }
+    DLDataType out;
+    ck_assert_int_eq(pylayout_complex_dtype((DLDataType){kDLBfloat, 16, 1}, &out), PYLAYOUT_ERR_UNSUPPORTED_DTYPE);
+    ck_assert_ptr_nonnull(strstr(pylayout_last_error(), "bfloat16"));
+    ck_assert_int_eq(pylayout_complex_dtype((DLDataType){kDLInt, 32, 1}, &out), PYLAYOUT_ERR_UNSUPPORTED_DTYPE);
+    ck_assert_int_eq(pylayout_real_dtype((DLDataType){kDLFloat, 32, 1}, &out), PYLAYOUT_ERR_UNSUPPORTED_DTYPE);
+    ck_assert_int_eq(pylayout_real_dtype((DLDataType){kDLComplex, 64, 2}, &out), PYLAYOUT_ERR_UNSUPPORTED_DTYPE);
+    ck_assert_int_eq(pylayout_real_dtype((DLDataType){kDLComplex, 64, 1}, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+
+    bool host = false;
+    ck_assert_int_eq(pylayout_device_is_host((DLDevice){kDLCPU, 0}, &host), PYLAYOUT_OK);
+    ck_assert(host);
+    ck_assert_int_eq(pylayout_device_is_host((DLDevice){kDLCUDAManaged, 1}, &host), PYLAYOUT_OK);
+    ck_assert(host);
+    ck_assert_int_eq(pylayout_device_is_host((DLDevice){kDLCUDA, 0}, &host), PYLAYOUT_OK);
+    ck_assert(!host);
+    ck_assert_int_eq(pylayout_device_is_host((DLDevice){kDLCPU, 0}, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_format_names)
+{
+    static const char *const names[4] = {"contiguous", "channels_last", "channels_last_3d", "fortran"};
+    for (int f = 0; f < 4; f++) {
+        const char *name = NULL;
+        pylayout_format back;
+        ck_assert_int_eq(pylayout_format_name((pylayout_format)f, &name), PYLAYOUT_OK);
+        ck_assert_str_eq(name, names[f]);
+        ck_assert_int_eq(pylayout_format_from_name(name, &back), PYLAYOUT_OK);
+        ck_assert_int_eq(back, f);
+    }
+    static const struct {
+        const char *alias;
+        pylayout_format f;
+    } aliases[] = {{"C", PYLAYOUT_FORMAT_CONTIGUOUS}, {"F", PYLAYOUT_FORMAT_FORTRAN},
+                   {"torch.contiguous_format", PYLAYOUT_FORMAT_CONTIGUOUS},
+                   {"torch.channels_last", PYLAYOUT_FORMAT_CHANNELS_LAST},
+                   {"torch.channels_last_3d", PYLAYOUT_FORMAT_CHANNELS_LAST_3D}};
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++) {
+        pylayout_format f;
+        ck_assert_int_eq(pylayout_format_from_name(aliases[i].alias, &f), PYLAYOUT_OK);
+        ck_assert_int_eq(f, aliases[i].f);
+    }
+    pylayout_format f;
+    const char *name;
+    ck_assert_int_eq(pylayout_format_from_name("NHWC", &f), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(pylayout_last_error(), "'C'"));
+    ck_assert_int_eq(pylayout_format_from_name("torch.preserve_format", &f), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_format_from_name(NULL, &f), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_format_name((pylayout_format)4, &name), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_format_name((pylayout_format)-1, &name), PYLAYOUT_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(pylayout_format_name(PYLAYOUT_FORMAT_FORTRAN, NULL), PYLAYOUT_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 START_TEST(test_dtype_name_errors)
 {
     const char *name = "untouched";
@@ -1482,6 +1554,8 @@ static Suite *tensor_suite(void)
     tc = tcase_create("dtypes");
     tcase_add_loop_test(tc, test_dtype_names_round_trip, 0, (int)(sizeof dtype_names / sizeof dtype_names[0]));
     tcase_add_test(tc, test_device_names);
+    tcase_add_test(tc, test_dtype_helpers);
+    tcase_add_test(tc, test_format_names);
     tcase_add_test(tc, test_dtype_name_errors);
     suite_add_tcase(s, tc);
 
