@@ -28,6 +28,7 @@
  *       pylayout_view_as_complex, pylayout_view_as_real,
  *       pylayout_complex_parts, pylayout_pack_complex, pylayout_unpack_complex
  *   Errors:  pylayout_strerror, pylayout_last_error
+ *   Version: pylayout_version (PYLAYOUT_VERSION_NUMBER in pylayout/version.h)
  *
  * Every function that can fail returns a pylayout_status; results come back
  * through pointer parameters whose names end in _ret.  The two string
@@ -60,10 +61,10 @@
 extern "C" {
 #endif
 
-#define PYLAYOUT_VERSION_MAJOR 0
-#define PYLAYOUT_VERSION_MINOR 1
-#define PYLAYOUT_VERSION_PATCH 0
-#define PYLAYOUT_VERSION_STRING "0.1.0"
+/* PYLAYOUT_VERSION_{MAJOR,MINOR,PATCH,NUMBER,STRING}: the header's version;
+ * pylayout_version() gives the library's, which may differ when a program
+ * runs against another libpylayout than it was compiled with. */
+#include "pylayout/version.h"
 
 /* Tensors may have at most this many dimensions. */
 #define PYLAYOUT_MAX_NDIM 64
@@ -106,6 +107,11 @@ typedef enum pylayout_format {
 typedef struct pylayout_tensor pylayout_tensor;
 
 /* ---------------------------------------------------------------- errors */
+
+/* The version of the library in use: *number_ret as PYLAYOUT_VERSION_NUMBER
+ * counts (MAJOR * 10000 + MINOR * 100 + PATCH) and *string_ret a static
+ * "MAJOR.MINOR.PATCH"; either may be NULL.  Always returns OK. */
+PYLAYOUT_API pylayout_status pylayout_version(unsigned *number_ret, const char **string_ret);
 
 /* A short English description of a status; "unknown status" for values
  * outside the enum.  Never returns NULL. */

@@ -45,3 +45,12 @@ void _pylayout_clear_error(void)
 {
     last_error[0] = '\0';
 }
+
+pylayout_status pylayout_version(unsigned *number_ret, const char **string_ret)
+{
+    if (number_ret)
+        *number_ret = PYLAYOUT_VERSION_NUMBER;
+    if (string_ret)
+        *string_ret = PYLAYOUT_VERSION_STRING;
+    return PYLAYOUT_OK;
+}

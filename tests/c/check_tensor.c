@@ -1480,6 +1480,22 @@ START_TEST(test_format_names)
 }
 END_TEST
 
+/* The library's version is the header's (both come from meson.build). */
+START_TEST(test_version)
+{
+    unsigned number = 0;
+    const char *string = NULL;
+    ck_assert_int_eq(pylayout_version(&number, &string), PYLAYOUT_OK);
+    ck_assert_uint_eq(number, PYLAYOUT_VERSION_NUMBER);
+    ck_assert_str_eq(string, PYLAYOUT_VERSION_STRING);
+    char expect[32];
+    snprintf(expect, sizeof expect, "%d.%d.%d", PYLAYOUT_VERSION_MAJOR, PYLAYOUT_VERSION_MINOR,
+             PYLAYOUT_VERSION_PATCH);
+    ck_assert_str_eq(string, expect);
+    ck_assert_int_eq(pylayout_version(NULL, NULL), PYLAYOUT_OK);
+}
+END_TEST
+
 START_TEST(test_dtype_name_errors)
 {
     const char *name = "untouched";
@@ -1556,6 +1572,7 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, test_device_names);
     tcase_add_test(tc, test_dtype_helpers);
     tcase_add_test(tc, test_format_names);
+    tcase_add_test(tc, test_version);
     tcase_add_test(tc, test_dtype_name_errors);
     suite_add_tcase(s, tc);
 
