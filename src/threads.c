@@ -65,12 +65,25 @@ static void pl_register_fork_handler(void)
 }
 
 static pthread_once_t pl_fork_handler_once = PTHREAD_ONCE_INIT;
+
+#if defined(__GNUC__)
+/* Registered when the library loads, not on pylayout's first copy: in a
+ * torch process pylayout shares torch's libgomp.so.1 (one copy per SONAME),
+ * and torch may have started its OpenMP workers long before pylayout copies
+ * anything -- a DataLoader worker forked then must still copy on one
+ * thread.  The pthread_once in _pylayout_copy_threads stays for compilers
+ * without constructors. */
+__attribute__((constructor)) static void pl_threads_at_load(void)
+{
+    pthread_once(&pl_fork_handler_once, pl_register_fork_handler);
+}
+#endif
 #endif
 
 int _pylayout_copy_threads(void)
 {
 #ifdef _OPENMP
-    /* Registered before the first parallel copy can start worker threads. */
+    /* Normally done at load already (see pl_threads_at_load). */
     pthread_once(&pl_fork_handler_once, pl_register_fork_handler);
     int n = atomic_load_explicit(&pl_num_threads, memory_order_relaxed);
     if (n == 0) {
