@@ -1576,10 +1576,26 @@ static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
     if (v == -1 && PyErr_Occurred())
         return NULL;
     int n = v < 0 ? 0 : v > 4096 ? 4096 : (int)v;
-    pylayout_status st = pylayout_set_num_threads(n);
+    bool warn = false; /* the C core says once per process; C users get it on stderr */
+    int machine = 1;
+    pylayout_status st = _pylayout_set_num_threads_quietly(n, &warn, &machine);
     if (st != PYLAYOUT_OK)
         return raise_status(st);
+    if (warn && PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                 "pylayout.set_num_threads(%ld) asks for more threads than this process can run at "
+                                 "once here (%d: the CPUs in its affinity mask, at most OMP_THREAD_LIMIT); "
+                                 "copies use %d",
+                                 v, machine, machine) < 0)
+        return NULL;
     Py_RETURN_NONE;
+}
+
+/* Test hook: the threads the calling thread's last copy was allowed to use. */
+static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyLong_FromLong(_pylayout_last_copy_threads());
 }
 
 static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
@@ -1668,6 +1684,7 @@ static PyMethodDef module_methods[] = {
     {"unpack_complex", (PyCFunction)(void (*)(void))mod_unpack_complex, METH_VARARGS | METH_KEYWORDS, NULL},
     {"set_num_threads", mod_set_num_threads, METH_O, NULL},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, NULL},
+    {"_last_copy_threads", mod_last_copy_threads, METH_NOARGS, NULL},
     {"set_cache_limit", mod_set_cache_limit, METH_O,
      "set_cache_limit(nbytes)\n--\n\nCaps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
      "lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"

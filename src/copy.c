@@ -257,6 +257,7 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
     const int parallel = nthreads > 1 && total_bytes >= PL_PARALLEL_MIN_BYTES;
 
     if (n == 0) {
+        _pylayout_note_copy_threads(1);
         memcpy(dst, src, itemsize);
         return;
     }
@@ -405,7 +406,9 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
 
 #ifdef _OPENMP
     if (parallel && units > 1) {
-        const int nt = (int)pl_min(nthreads, units);
+        /* at most what libgomp can create: it exits the process otherwise */
+        const int nt = (int)pl_min(_pylayout_copy_threads(), units);
+        _pylayout_note_copy_threads(nt);
 #pragma omp parallel num_threads(nt)
         {
             /* Contiguous ranges of units: each thread writes whole tiles. */
@@ -420,6 +423,7 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
 #else
     (void)parallel;
 #endif
+    _pylayout_note_copy_threads(1);
     pl_run_range(&p, 0, units);
 }
 
@@ -533,7 +537,7 @@ pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
         }
     }
 
-    pl_execute(m, shape, ss, ds, itemsize, sbase, dbase, _pylayout_copy_threads());
+    pl_execute(m, shape, ss, ds, itemsize, sbase, dbase, _pylayout_threads_wanted());
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }

@@ -59,4 +59,53 @@ bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *
 void *_pylayout_aligned_alloc(size_t nbytes);
 void _pylayout_aligned_free(void *p, size_t nbytes);
 
+/* ------------------------------------------------------------ threads.c */
+
+/* Warnings pylayout gives at most once per process, one flag per kind. */
+typedef enum pl_warning {
+    PL_WARN_THREADS_CLAMPED, /* a thread-count request above what the machine runs */
+    PL_WARN_THREADS_ENV,     /* a malformed PYLAYOUT_NUM_THREADS */
+    PL_WARN_CACHE_ENV,       /* a malformed PYLAYOUT_CACHE_LIMIT */
+    PL_WARN_KINDS
+} pl_warning;
+
+/* Prints "pylayout: warning: <message>" to stderr the first time `kind` is
+ * raised in this process and returns true; afterwards does nothing.  For
+ * environment variables, which the C core reads at times no caller chose
+ * (libgomp reports bad OMP_* values on stderr the same way). */
+bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...) PL_PRINTF(2, 3);
+
+/* True the first time `kind` is claimed in this process, without printing:
+ * for a caller that reports it its own way (the Python extension raises a
+ * RuntimeWarning). */
+bool _pylayout_warning_claim(pl_warning kind);
+
+/* The threads this process can run at once, as seen from the calling
+ * thread: the CPUs in its affinity mask (online ones only), at most
+ * omp_get_thread_limit(); >= 1. */
+int _pylayout_machine_threads(void);
+
+/* The thread count in force for the calling thread, by the precedence in
+ * threads.c (what pylayout_get_num_threads reports); >= 1. */
+int _pylayout_threads_setting(void);
+
+/* That count clamped to _pylayout_machine_threads(): the most threads a copy
+ * started now may use. */
+int _pylayout_threads_wanted(void);
+
+/* How many of `want` more threads (with libgomp's stack size) can be alive
+ * at once right now; it creates and joins them to find out. */
+int _pylayout_threads_creatable(int want);
+
+/* pylayout_set_num_threads without its stderr warning.  *clamped_first_ret
+ * (may be NULL) is set true when n is more than the machine runs and no
+ * such warning was given yet in this process (the caller now owes one);
+ * *machine_ret (may be NULL) gets _pylayout_machine_threads(). */
+pylayout_status _pylayout_set_num_threads_quietly(int n, bool *clamped_first_ret, int *machine_ret);
+
+/* Test hook: the number of threads the calling thread's last pylayout_copy
+ * was allowed to use (1 when it ran on the caller alone; 0 before any). */
+void _pylayout_note_copy_threads(int n);
+int _pylayout_last_copy_threads(void);
+
 #endif /* PYLAYOUT_INTERNAL_H */

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include <pylayout.h>
 
 #include "check_util.h"
+
+extern char **environ;
 
 #define SENTINEL 0xAB
 
@@ -825,6 +828,69 @@ static void random_cases(int threads, void *ctx)
 START_TEST(test_random_vs_reference) { at_1_and_2_threads(random_cases, NULL); }
 END_TEST
 
+/* A thread count above what the machine runs: clamped, warned about once
+ * on stderr, never fatal.  In a fresh process (this executable again, see
+ * main), so that the warning is the first of its kind there. */
+static int clamp_child(void)
+{
+    enum { N = 1024 };
+    float *src = malloc(sizeof(float) * N * N), *dst = malloc(sizeof(float) * N * N);
+    if (src == NULL || dst == NULL)
+        return 2;
+    for (int i = 0; i < N * N; i++)
+        src[i] = (float)i;
+    int64_t shape[2] = {N, N}, sstr[2] = {1, N};
+    DLTensor s = {src, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, sstr, 0};
+    DLTensor d = {dst, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, NULL, 0};
+    int n = 0;
+    for (int k = 0; k < 3; k++) {
+        if (pylayout_set_num_threads(4096) != PYLAYOUT_OK || pylayout_copy(&s, &d) != PYLAYOUT_OK)
+            return 3;
+        for (int i = 0; i < N; i += 7)
+            for (int j = 0; j < N; j += 5)
+                if (dst[i * N + j] != src[j * N + i])
+                    return 4;
+    }
+    if (pylayout_get_num_threads(&n) != PYLAYOUT_OK || n != 4096)
+        return 5;
+    free(src);
+    free(dst);
+    return 0;
+}
+
+START_TEST(test_threads_clamped_and_warned_once)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    char *argv[] = {"check_copy", "--clamp-child", NULL};
+    pid_t pid = 0;
+    ck_assert_int_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    char err[4096];
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fds[0], err + len, sizeof err - 1 - len)) > 0)
+        len += (size_t)got;
+    err[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "clamp child failed (status %d): %s", status, err);
+    bool openmp = false;
+    const char *simd = NULL;
+    ck_assert_int_eq(pylayout_build_info(&openmp, &simd), PYLAYOUT_OK);
+    int warnings = 0;
+    for (const char *p = err; (p = strstr(p, "pylayout: warning: pylayout_set_num_threads(4096)")) != NULL; p++)
+        warnings++;
+    ck_assert_msg(warnings == (openmp && sysconf(_SC_NPROCESSORS_ONLN) < 4096 ? 1 : 0), "stderr: %s", err);
+}
+END_TEST
+
 /* --------------------------------------------------------------- main */
 
 static Suite *copy_suite(void)
@@ -845,7 +911,7 @@ static Suite *copy_suite(void)
           test_error_dst_aliases_src}},
         {"errors_args", {test_error_device, test_error_null_args}},
         {"convert", {test_convert_formats, test_convert_order}},
-        {"threads_info", {test_threads, test_build_info}},
+        {"threads_info", {test_threads, test_build_info, test_threads_clamped_and_warned_once}},
         {"random", {test_random_vs_reference}},
     };
     add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
@@ -855,4 +921,9 @@ static Suite *copy_suite(void)
     return s;
 }
 
-int main(void) { return run_suite(copy_suite()); }
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--clamp-child") == 0)
+        return clamp_child();
+    return run_suite(copy_suite());
+}

@@ -135,3 +135,182 @@ def test_dataloader_fork_workers_after_torch():
     pytest.importorskip("numpy", reason="the dataset builds NumPy arrays")
     proc = ok_child(TORCH_FIRST + DATALOADER)
     assert "batches 6" in proc.stdout
+
+
+# --------------------------------------------------- thread-count precedence
+
+def test_torch_set_num_threads_is_honoured():
+    """torch.set_num_threads(1) (omp_set_num_threads(1)) makes pylayout's
+    copies single-threaded; pl.set_num_threads and PYLAYOUT_NUM_THREADS
+    still win over it."""
+    pytest.importorskip("torch", reason="the setting comes from torch.set_num_threads")
+    pytest.importorskip("numpy", reason="the child converts NumPy arrays")
+    two = min(2, _cpus())
+    code = """
+    import numpy as np, torch, pylayout as pl
+    x = np.ones((1024, 1024), np.float32).T                   # 4 MiB: parallel unless told otherwise
+    torch.set_num_threads(1)
+    pl.contiguous(x)
+    print("after torch 1:", pl.get_num_threads(), pl._core._last_copy_threads())
+    pl.set_num_threads(2)
+    pl.contiguous(x)
+    print("after pl 2:", pl.get_num_threads(), pl._core._last_copy_threads())
+    """
+    out = ok_child(code).stdout
+    assert "after torch 1: 1 1" in out, out
+    assert f"after pl 2: 2 {two}" in out, out
+    out = ok_child(code, env={"PYLAYOUT_NUM_THREADS": "2"}).stdout
+    assert f"after torch 1: 2 {two}" in out, out
+
+
+DATALOADER_SPAWN = """
+import os
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+import pylayout as pl
+
+
+class Threads(Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        x = np.ones((1024, 1024), np.float32).T             # 4 MiB: parallel unless told otherwise
+        y = pl.contiguous(x)
+        assert np.array_equal(y, x)
+        return pl.get_num_threads(), pl._core._last_copy_threads()
+
+
+def init_two(worker_id):
+    pl.set_num_threads(2)                                    # the user said otherwise, in the worker
+
+
+if __name__ == "__main__":
+    for name, init in (("default", None), ("set2", init_two)):
+        loader = DataLoader(Threads(), batch_size=None, num_workers=2, multiprocessing_context="spawn",
+                            worker_init_fn=init, timeout=60)
+        print(name, sorted(set(tuple(int(v) for v in item) for item in loader)))
+"""
+
+
+@pytest.mark.slow
+def test_dataloader_worker_follows_torch_threads(tmp_path):
+    """A DataLoader worker calls torch.set_num_threads(1): pylayout is
+    single-threaded there, unless the user set pylayout's own count (in
+    worker_init_fn, or PYLAYOUT_NUM_THREADS).  Spawned workers, so that the
+    fork rule (a forked child copies on one thread) is not what is tested."""
+    pytest.importorskip("torch", reason="the scenario is a torch DataLoader")
+    pytest.importorskip("numpy", reason="the dataset builds NumPy arrays")
+    script = tmp_path / "loader.py"
+    script.write_text(DATALOADER_SPAWN)
+    two = min(2, _cpus())
+
+    def run(env):
+        full = {k: v for k, v in os.environ.items() if k not in ("PYLAYOUT_NUM_THREADS", "OMP_NUM_THREADS")}
+        full.update(env)
+        try:
+            proc = subprocess.run([sys.executable, str(script)], env=full, capture_output=True, text=True,
+                                  timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the DataLoader run hung (killed after {TIMEOUT} s)")
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    out = run({})
+    assert "default [(1, 1)]" in out, out
+    assert f"set2 [(2, {two})]" in out, out
+    out = run({"PYLAYOUT_NUM_THREADS": "2"})
+    assert f"default [(2, {two})]" in out, out
+
+
+# --------------------------------------- thread counts larger than the machine
+
+AS_LIMITED_TRANSPOSE = """
+    import resource, warnings
+    import numpy as np, pylayout as pl
+    warnings.simplefilter("always")
+    x = np.arange(4096 * 4096, dtype=np.float32).reshape(4096, 4096)   # 64 MiB
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+    # room for the output and {extra} MiB more: 1023 threads' stacks never fit
+    resource.setrlimit(resource.RLIMIT_AS, (vm + (64 << 20) + ({extra} << 20), resource.RLIM_INFINITY))
+    pl.set_num_threads({threads})
+    for _ in range(2):
+        y = pl.contiguous(x.T)
+        assert (y[::97, ::89] == x.T[::97, ::89]).all() and y.flags.c_contiguous
+        del y
+    print("ok threads", pl._core._last_copy_threads())
+"""
+
+
+@needs_linux
+@pytest.mark.parametrize("threads,extra", [(1024, 192), (2, 4)], ids=["1024-threads", "no-room-for-a-stack"])
+def test_thread_count_under_rlimit_as_survives(threads, extra):
+    """pl.set_num_threads(1024) and a 64 MiB transpose under RLIMIT_AS: libgomp
+    would print "Thread creation failed" and exit(1); pylayout clamps the team
+    to the machine, checks that the threads can be created, and returns a
+    result.  With no room for even one more thread's stack, the copy runs on
+    the caller alone."""
+    pytest.importorskip("numpy", reason="the child converts a NumPy array")
+    proc = ok_child(AS_LIMITED_TRANSPOSE.format(threads=threads, extra=extra))
+    assert "Thread creation failed" not in proc.stderr
+    used = int(proc.stdout.split("ok threads")[1])
+    if extra < 8:  # less room than one 8 MiB thread stack
+        assert used == 1, proc.stdout
+    else:
+        assert 1 <= used <= _cpus(), proc.stdout
+    n_warnings = proc.stderr.count("asks for more threads than this process can run")
+    assert n_warnings == (1 if threads > _cpus() else 0), proc.stderr
+
+
+def test_thread_requests_above_the_machine_warn_once():
+    """pl.set_num_threads(n > CPUs) gives one RuntimeWarning per process;
+    PYLAYOUT_NUM_THREADS=4096 one "pylayout: warning" on stderr (the C core
+    reads it), and copies use at most the CPUs."""
+    pytest.importorskip("numpy", reason="the child converts NumPy arrays")
+    cpus = _cpus()
+    proc = ok_child("""
+    import warnings
+    import numpy as np, pylayout as pl
+    x = np.ones((1024, 1024), np.float32).T
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (4096, 1024, 4096):
+            pl.set_num_threads(n)
+            pl.contiguous(x)
+    print("warnings", len(caught), "|", caught[0].category.__name__ if caught else "-", "|",
+          caught[0].message if caught else "-")
+    print("setting", pl.get_num_threads(), "used", pl._core._last_copy_threads())
+    """)
+    assert f"setting 4096 used {min(2, cpus)}" in proc.stdout or f"used {cpus}" in proc.stdout, proc.stdout
+    assert "warnings 1 | RuntimeWarning | pylayout.set_num_threads(4096) asks for more threads" in proc.stdout
+    assert "pylayout: warning" not in proc.stderr, "the Python warning replaces the C one, not doubles it"
+
+    proc = ok_child("""
+    import numpy as np, pylayout as pl
+    for _ in range(3):
+        pl.contiguous(np.ones((1024, 1024), np.float32).T)
+    print("setting", pl.get_num_threads(), "used", pl._core._last_copy_threads())
+    """, env={"PYLAYOUT_NUM_THREADS": "4096"})
+    assert proc.stderr.count("pylayout: warning: PYLAYOUT_NUM_THREADS asks for 4096 threads") == 1, proc.stderr
+    assert f"setting 4096 used {cpus}" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1.5", "4x"])
+def test_malformed_thread_variable_warns_once(value):
+    """A malformed PYLAYOUT_NUM_THREADS is reported once, naming the variable
+    and the accepted form, and ignored (the next rule in the precedence
+    applies)."""
+    pytest.importorskip("numpy", reason="the child converts NumPy arrays")
+    proc = ok_child("""
+    import numpy as np, pylayout as pl
+    for _ in range(3):
+        pl.contiguous(np.ones((1024, 1024), np.float32).T)
+        pl.get_num_threads()
+    print("setting", pl.get_num_threads())
+    """, env={"PYLAYOUT_NUM_THREADS": value, "OMP_NUM_THREADS": "1"})
+    assert proc.stderr.count(f"pylayout: warning: PYLAYOUT_NUM_THREADS='{value}' is not a thread count") == 1, \
+        proc.stderr
+    assert "use a whole number >= 1" in proc.stderr
+    assert "setting 1" in proc.stdout, "OMP_NUM_THREADS, next in the precedence, should apply"
