@@ -108,6 +108,41 @@ static bool pl_lazy_free(void *p, size_t len) /* kept as is: only an explicit li
 }
 #endif
 
+/* ------------------------------------------------------- byte counts */
+
+bool _pylayout_parse_bytes(const char *text, int64_t *bytes_ret)
+{
+    if (text == NULL)
+        return false;
+    while (*text == ' ' || *text == '\t')
+        text++;
+    if (*text < '0' || *text > '9') /* no sign, no empty value */
+        return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0)
+        return false;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift > 0 && *end == 'i')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (*end != '\0' || v > (unsigned long long)(INT64_MAX >> shift))
+        return false;
+    *bytes_ret = (int64_t)(v << shift);
+    return true;
+}
+
 /* ------------------------------------------------------------ the cache */
 
 typedef struct {

@@ -15,6 +15,27 @@
  * the calling thread's affinity mask (which excludes offline ones) and
  * OMP_THREAD_LIMIT.  A larger request is clamped and warned about once.
  * Without OpenMP everything is 1.
+ *
+ * The team (_pylayout_parallel_for).  A plain `#pragma omp parallel` ends in
+ * a barrier that waits for every thread of the team to arrive, and libgomp's
+ * idle workers spin for milliseconds between regions.  On a machine whose
+ * other cores are busy (a DataLoader, another notebook, a CI neighbour) the
+ * kernel may not run a worker for a whole time slice: the caller finished its
+ * half and then waited 4-16 ms for a worker that had not started, in some
+ * processes every time (a 1 MiB copy 110 x slower on 2 threads than on 1).
+ * So copies run on a persistent OpenMP team instead, which a service thread
+ * opens once and whose threads never leave the region:
+ *   - the work is cut into chunks that whoever runs claims from one atomic
+ *     counter, the caller included, so a worker the kernel has not run yet
+ *     simply finds nothing left;
+ *   - the caller waits only for chunks another thread has actually claimed;
+ *   - idle workers spin briefly (back-to-back copies), then sleep on a
+ *     condition variable instead of burning a core their neighbours need.
+ * One copy at a time has the team; a copy that finds it busy (another thread
+ * is copying) runs on its caller alone.  The team is sized on first use and
+ * grown when a larger team is asked for.  In a forked child it does not
+ * exist (its threads were not copied); a child that raises its thread count
+ * gets a new one, opened by a new service thread.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
@@ -22,8 +43,10 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -133,10 +156,13 @@ static void pl_read_env(void)
 /* libgomp is not fork-safe: a child forked after the parent's worker threads
  * exist hangs in its first parallel region.  So a forked child runs copies on
  * one thread (it may raise the count again at its own risk). */
+static void pl_team_after_fork(void);
+
 static void pl_after_fork_in_child(void)
 {
     atomic_store(&pl_explicit, 1);
     pl_team_checked = 0; /* the forking thread's OpenMP workers are not in the child */
+    pl_team_after_fork();
 }
 
 static void pl_register_fork_handler(void)
@@ -255,7 +281,286 @@ static int pl_affordable(int n)
     pl_team_checked = team;
     return team;
 }
+
+/* ------------------------------------------------------------- the team */
+
+/* Spin budgets: an idle worker polls for the next job this long before it
+ * sleeps (back-to-back copies from a Python loop come 5-30 us apart; a
+ * sleeping worker takes 10-60 us to wake on the dev VM), and a caller whose
+ * chunks are all claimed polls this long for the others' before it sleeps
+ * and frees its core for them. */
+#define PL_IDLE_SPIN_NS 200000
+#define PL_WAIT_SPIN_NS 20000
+
+/* A worker the kernel stops while it holds a chunk (its time slice ended,
+ * its core is shared with other processes) holds up its caller until it
+ * runs again: 4-12 ms here, far more than a chunk.  When a copy's team made
+ * it slower than its caller alone would have been, copies run on their
+ * callers alone for a while, from PL_ALONE_MIN_NS doubling on every such
+ * copy up to PL_ALONE_MAX_NS, and back to the team after a copy it sped up. */
+#define PL_ALONE_MIN_NS ((int64_t)2000000)
+#define PL_ALONE_MAX_NS ((int64_t)1000000000)
+
+/* Words tagged with the job's generation, so that a thread still holding
+ * an old job's word fails every compare-and-swap on the new one:
+ *   job:      gen (32) | participants (16) | chunks (16)
+ *   range[i]: gen (32) | first unclaimed chunk (16) | one past the last (16) */
+#define PL_WORD(gen, a, b) (((uint64_t)(gen) << 32) | ((uint64_t)(a) << 16) | (uint64_t)(b))
+#define PL_GEN(w) ((uint32_t)((w) >> 32))
+#define PL_HI16(w) ((int)(((w) >> 16) & 0xffff))
+#define PL_LO16(w) ((int)((w)&0xffff))
+
+static struct {
+    pthread_mutex_t lock;    /* sleeping and waking; creating and stopping */
+    pthread_cond_t work;     /* idle workers sleep here */
+    pthread_cond_t finished; /* a caller waiting for claimed chunks sleeps here */
+    atomic_bool busy;        /* held by the copy whose job the team runs */
+    _Atomic uint64_t job;    /* PL_WORD(gen, participants, chunks) of the current job */
+    atomic_int done;         /* chunks of the current job finished */
+    atomic_int sleepers;     /* workers asleep on `work` */
+    atomic_bool waiting;     /* the caller sleeps on `finished` */
+    atomic_bool stop;        /* the team is to end its region */
+    int size;                /* workers (0: no team); guarded by `busy` */
+    bool started;            /* `service` runs; guarded by `busy` */
+    int64_t alone_until;     /* copies run on their caller alone until then (ns); guarded by `busy` */
+    int64_t penalty;         /* the last such period (ns), 0 after a copy the team sped up */
+    pthread_t service;
+    /* the current job, written before its job word is published */
+    _pylayout_chunk_fn fn;
+    void *ctx;
+    /* Participant p (the caller is 0, worker w is w + 1) starts on chunks
+     * [p * chunks / n, (p + 1) * chunks / n) and claims them from the front;
+     * once its own are gone it takes others' from their back.  Each thread
+     * thus writes one contiguous run of the output, as a static split would
+     * (adjacent chunks share cache lines of dst where its rows are not
+     * line-aligned: interleaving threads chunk by chunk made 2-thread 2 MiB
+     * transposes slower than 1 thread), and the threads meet once per run. */
+    _Atomic uint64_t range[PL_MAX_THREADS];
+} pl_team = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
+
+static void pl_team_after_fork(void)
+{
+    /* None of the team's threads is in the child, and one of them may have
+     * held the lock when the parent forked. */
+    pthread_mutex_init(&pl_team.lock, NULL);
+    pthread_cond_init(&pl_team.work, NULL);
+    pthread_cond_init(&pl_team.finished, NULL);
+    atomic_store(&pl_team.busy, false);
+    atomic_store(&pl_team.sleepers, 0);
+    atomic_store(&pl_team.waiting, false);
+    atomic_store(&pl_team.stop, false);
+    pl_team.size = 0;
+    pl_team.started = false;
+}
+
+static int64_t pl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void pl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Runs chunk c of the current job and counts it done; the last one wakes a
+ * caller asleep on it. */
+static void pl_run_chunk(int c, int chunks)
+{
+    /* Until c is counted done, the job and its fn/ctx stay in place: its
+     * caller waits for it. */
+    pl_team.fn(pl_team.ctx, c);
+    if (atomic_fetch_add(&pl_team.done, 1) + 1 == chunks && atomic_load(&pl_team.waiting)) {
+        pthread_mutex_lock(&pl_team.lock);
+        pthread_cond_signal(&pl_team.finished);
+        pthread_mutex_unlock(&pl_team.lock);
+    }
+}
+
+/* Participant `me` of job `gen` (n participants, `chunks` chunks): its own
+ * range from the front, then the others' from their back, until no chunk
+ * of the job is left unclaimed.  Returns how many chunks it ran. */
+static int pl_participate(uint32_t gen, int me, int n, int chunks)
+{
+    int ran = 0;
+    _Atomic uint64_t *own = &pl_team.range[me];
+    uint64_t w = atomic_load_explicit(own, memory_order_acquire);
+    while (PL_GEN(w) == gen && PL_HI16(w) < PL_LO16(w)) {
+        if (atomic_compare_exchange_weak_explicit(own, &w, PL_WORD(gen, PL_HI16(w) + 1, PL_LO16(w)),
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            pl_run_chunk(PL_HI16(w), chunks);
+            ran++;
+            w = atomic_load_explicit(own, memory_order_acquire);
+        }
+    }
+    for (int k = 1; k < n; k++) {
+        _Atomic uint64_t *other = &pl_team.range[(me + k) % n];
+        w = atomic_load_explicit(other, memory_order_acquire);
+        while (PL_GEN(w) == gen && PL_HI16(w) < PL_LO16(w)) {
+            if (atomic_compare_exchange_weak_explicit(other, &w, PL_WORD(gen, PL_HI16(w), PL_LO16(w) - 1),
+                                                      memory_order_acq_rel, memory_order_acquire)) {
+                pl_run_chunk(PL_LO16(w) - 1, chunks);
+                ran++;
+                w = atomic_load_explicit(other, memory_order_acquire);
+            }
+        }
+    }
+    return ran;
+}
+
+/* Worker `index` of the team (participant index + 1 of every job that has
+ * that many participants). */
+static void pl_worker(int index)
+{
+    uint32_t seen = PL_GEN(atomic_load(&pl_team.job));
+    for (;;) {
+        uint64_t w = atomic_load_explicit(&pl_team.job, memory_order_acquire);
+        if (PL_GEN(w) == seen) {
+            /* idle: poll for a while, then sleep */
+            int64_t until = pl_now_ns() + PL_IDLE_SPIN_NS;
+            for (int k = 1; PL_GEN(w) == seen && !atomic_load_explicit(&pl_team.stop, memory_order_relaxed);
+                 k++, w = atomic_load_explicit(&pl_team.job, memory_order_acquire)) {
+                pl_cpu_relax();
+                if (k % 64 != 0)
+                    continue;
+                sched_yield(); /* spin only while nothing else wants this core */
+                if (pl_now_ns() > until) {
+                    pthread_mutex_lock(&pl_team.lock);
+                    atomic_fetch_add(&pl_team.sleepers, 1);
+                    while (PL_GEN(atomic_load(&pl_team.job)) == seen && !atomic_load(&pl_team.stop))
+                        pthread_cond_wait(&pl_team.work, &pl_team.lock);
+                    atomic_fetch_sub(&pl_team.sleepers, 1);
+                    pthread_mutex_unlock(&pl_team.lock);
+                    until = pl_now_ns() + PL_IDLE_SPIN_NS;
+                }
+            }
+            if (atomic_load(&pl_team.stop))
+                return;
+        }
+        seen = PL_GEN(w);
+        if (index + 1 < PL_HI16(w))
+            pl_participate(seen, index + 1, PL_HI16(w), PL_LO16(w));
+    }
+}
+
+static void *pl_team_main(void *arg)
+{
+    int size = (int)(intptr_t)arg;
+    /* libgomp exits the process when it cannot create a thread */
+    size = 1 + _pylayout_threads_creatable(size - 1);
+#pragma omp parallel num_threads(size)
+    pl_worker(omp_get_thread_num());
+    return NULL;
+}
+
+/* Stops the team and joins its service thread.  Holds `busy`. */
+static void pl_team_stop(void)
+{
+    if (!pl_team.started)
+        return;
+    pthread_mutex_lock(&pl_team.lock);
+    atomic_store(&pl_team.stop, true);
+    pthread_cond_broadcast(&pl_team.work);
+    pthread_mutex_unlock(&pl_team.lock);
+    pthread_join(pl_team.service, NULL);
+    atomic_store(&pl_team.stop, false);
+    pl_team.started = false;
+    pl_team.size = 0;
+}
+
+/* A team of at least `workers` threads, started now if need be; false if
+ * no thread can be started.  Holds `busy`. */
+static bool pl_team_ready(int workers)
+{
+    if (pl_team.started && pl_team.size >= workers)
+        return true;
+    pl_team_stop();
+    if (pthread_create(&pl_team.service, NULL, pl_team_main, (void *)(intptr_t)workers) != 0)
+        return false;
+    pl_team.started = true;
+    pl_team.size = workers;
+    return true;
+}
 #endif /* _OPENMP */
+
+int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx)
+{
+#ifdef _OPENMP
+    if (nchunks > PL_MAX_CHUNKS)
+        nchunks = PL_MAX_CHUNKS; /* callers size chunks below this; never claim past it */
+    bool expected = false;
+    int entitled = 1;
+    if (nthreads > 1 && nchunks > 1 &&
+        atomic_compare_exchange_strong_explicit(&pl_team.busy, &expected, true, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        const int n = nthreads < nchunks ? nthreads : nchunks; /* participants, the caller included */
+        entitled = pl_team_ready(n - 1) ? n : 1;
+        const int64_t t0 = pl_now_ns();
+        if (entitled > 1 && t0 >= pl_team.alone_until) {
+            const uint32_t gen = PL_GEN(atomic_load(&pl_team.job)) + 1;
+            pl_team.fn = fn;
+            pl_team.ctx = ctx;
+            atomic_store_explicit(&pl_team.done, 0, memory_order_relaxed);
+            for (int p = 0; p < n; p++)
+                atomic_store_explicit(&pl_team.range[p],
+                                      PL_WORD(gen, (int64_t)p * nchunks / n, (int64_t)(p + 1) * nchunks / n),
+                                      memory_order_relaxed);
+            atomic_store(&pl_team.job, PL_WORD(gen, n, nchunks)); /* publishes the job */
+            if (atomic_load(&pl_team.sleepers) > 0) {
+                pthread_mutex_lock(&pl_team.lock);
+                pthread_cond_broadcast(&pl_team.work);
+                pthread_mutex_unlock(&pl_team.lock);
+            }
+            const int mine = pl_participate(gen, 0, n, nchunks);
+            /* Every chunk is claimed; wait for those others run. */
+            const int64_t t1 = pl_now_ns();
+            int64_t until = t1 + PL_WAIT_SPIN_NS;
+            for (int k = 1; atomic_load_explicit(&pl_team.done, memory_order_acquire) < nchunks; k++) {
+                pl_cpu_relax();
+                if (k % 64 != 0)
+                    continue;
+                sched_yield(); /* a worker on this core holding a chunk runs */
+                if (pl_now_ns() > until) {
+                    pthread_mutex_lock(&pl_team.lock);
+                    atomic_store(&pl_team.waiting, true);
+                    while (atomic_load(&pl_team.done) < nchunks)
+                        pthread_cond_wait(&pl_team.finished, &pl_team.lock);
+                    atomic_store(&pl_team.waiting, false);
+                    pthread_mutex_unlock(&pl_team.lock);
+                }
+            }
+            /* Slower than the caller's own pace over the whole job, by more
+             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS. */
+            const int64_t t2 = pl_now_ns();
+            const int64_t alone = mine > 0 ? (t1 - t0) * nchunks / mine : 0;
+            if (mine > 0 && t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9) {
+                int64_t pen = pl_team.penalty * 2;
+                pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
+                pl_team.alone_until = t2 + pl_team.penalty;
+            } else {
+                pl_team.penalty = 0;
+            }
+            atomic_store_explicit(&pl_team.busy, false, memory_order_release);
+            return n;
+        }
+        atomic_store_explicit(&pl_team.busy, false, memory_order_release);
+    } else if (nthreads > 1 && nchunks > 1) {
+        entitled = nthreads < nchunks ? nthreads : nchunks; /* another copy has the team */
+    }
+#else
+    (void)nthreads;
+    const int entitled = 1;
+#endif
+    for (int c = 0; c < nchunks; c++)
+        fn(ctx, c);
+    return entitled;
+}
 
 int _pylayout_threads_setting(void)
 {
@@ -294,6 +599,38 @@ int _pylayout_copy_threads(void)
 #else
     return 1;
 #endif
+}
+
+/* Copies that take under about 50 us on one thread run on the caller
+ * alone: a second thread saves at most half of that on a quiet machine, and
+ * on a busy one it may not get a core in time at all.  Measured on the
+ * 2-core dev VM, float32 n x n, best of many calls: one thread takes 2-13 us
+ * below 1 MiB, 22-37 us at 1.4 MiB and 32-55 us at 2 MiB (memcpy, step-2
+ * gathers, transposes). */
+#define PL_PARALLEL_MIN_BYTES_DEFAULT ((int64_t)2 << 20)
+
+static int64_t pl_parallel_min = -1;
+static pthread_once_t pl_parallel_min_once = PTHREAD_ONCE_INIT;
+
+static void pl_read_parallel_min(void)
+{
+    pl_parallel_min = PL_PARALLEL_MIN_BYTES_DEFAULT;
+    const char *text = getenv("PYLAYOUT_PARALLEL_MIN_BYTES");
+    if (text == NULL || *text == '\0')
+        return;
+    if (!_pylayout_parse_bytes(text, &pl_parallel_min)) {
+        pl_parallel_min = PL_PARALLEL_MIN_BYTES_DEFAULT;
+        _pylayout_warn_once(PL_WARN_PARALLEL_ENV,
+                            "PYLAYOUT_PARALLEL_MIN_BYTES='%.40s' is not a byte count: use a whole number of bytes, "
+                            "optionally with K, M or G (powers of 1024), e.g. 2M; using the default (2M)",
+                            text);
+    }
+}
+
+int64_t _pylayout_parallel_min_bytes(void)
+{
+    pthread_once(&pl_parallel_min_once, pl_read_parallel_min);
+    return pl_parallel_min;
 }
 
 void _pylayout_note_copy_threads(int n) { pl_last_copy_threads = n; }

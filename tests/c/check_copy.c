@@ -891,6 +891,33 @@ START_TEST(test_threads_clamped_and_warned_once)
 }
 END_TEST
 
+/* The random layouts again with the parallel threshold at 0 (as
+ * PYLAYOUT_PARALLEL_MIN_BYTES=0 sets it, read once per process: so in a
+ * fresh process, this executable again), so that every copy of two or more
+ * units at 2 threads runs through the team's chunks. */
+START_TEST(test_random_parallel_chunks)
+{
+    static char knob[] = "PYLAYOUT_PARALLEL_MIN_BYTES=0";
+    size_t n = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    ck_assert_ptr_nonnull(env);
+    for (size_t k = 0; k < n; k++)
+        env[k] = environ[k];
+    env[n] = knob;
+    char *argv[] = {"check_copy", "--random-parallel", NULL};
+    pid_t pid = 0;
+    fflush(NULL);
+    ck_assert_int_eq(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env), 0);
+    free(env);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "random layouts through the team's chunks failed "
+                  "(status %d; its output is above)", status);
+}
+END_TEST
+
 /* --------------------------------------------------------------- main */
 
 static Suite *copy_suite(void)
@@ -912,7 +939,7 @@ static Suite *copy_suite(void)
         {"errors_args", {test_error_device, test_error_null_args}},
         {"convert", {test_convert_formats, test_convert_order}},
         {"threads_info", {test_threads, test_build_info, test_threads_clamped_and_warned_once}},
-        {"random", {test_random_vs_reference}},
+        {"random", {test_random_vs_reference, test_random_parallel_chunks}},
     };
     add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
     TCase *tc = tcase_create("element_sizes");
@@ -925,5 +952,13 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--clamp-child") == 0)
         return clamp_child();
+    if (argc == 2 && strcmp(argv[1], "--random-parallel") == 0) {
+        Suite *s = suite_create("copy-parallel-chunks");
+        TCase *tc = tcase_create("random");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, test_random_vs_reference);
+        suite_add_tcase(s, tc);
+        return run_suite(s);
+    }
     return run_suite(copy_suite());
 }

@@ -314,3 +314,67 @@ def test_malformed_thread_variable_warns_once(value):
         proc.stderr
     assert "use a whole number >= 1" in proc.stderr
     assert "setting 1" in proc.stdout, "OMP_NUM_THREADS, next in the precedence, should apply"
+
+
+# ------------------------------------------------------ the team's chunks
+
+PARALLEL_LAYOUTS = """
+    import sys, random
+    sys.path.insert(0, {tests!r})
+    import torch, pylayout as pl
+    from conftest import torch_layouts, same_bits
+    pl.set_num_threads(2)
+    rng = random.Random(5)
+    layouts = torch_layouts(torch, 400, seed=13)
+    for i in range(40):  # and larger ones: many units, ragged last chunks
+        ndim = rng.randint(2, 5)
+        shape = [rng.randint(2, 40) for _ in range(ndim)]
+        layouts.append((f"big{{i}}", torch.randn(*shape).permute(*rng.sample(range(ndim), ndim))))
+    used, checked = set(), 0
+    for desc, x in layouts:
+        ours = pl.contiguous(x)
+        assert same_bits(ours, x.contiguous()), desc
+        used.add(pl._core._last_copy_threads())
+        checked += 1
+    print("checked", checked, "threads", sorted(used))
+"""
+
+
+def test_parallel_chunks_match_torch_on_generated_layouts():
+    """With the parallel threshold at 0 (PYLAYOUT_PARALLEL_MIN_BYTES, read by
+    the C core), every copy of two or more units runs through the team's
+    chunks: compared bit for bit with torch on the layout generator's
+    tensors, size-0, size-1, stride-0 and ragged shapes included."""
+    pytest.importorskip("torch", reason="torch is the oracle")
+    tests = os.path.dirname(os.path.abspath(__file__))
+    proc = ok_child(PARALLEL_LAYOUTS.format(tests=tests), env={"PYLAYOUT_PARALLEL_MIN_BYTES": "0"})
+    assert "checked 440" in proc.stdout, proc.stdout
+    if _cpus() >= 2:
+        assert "2]" in proc.stdout, "no copy was given 2 threads: the parallel path was not tested"
+
+
+def test_small_copies_run_on_the_caller():
+    """Copies under the parallel threshold (2 MiB: about 50 us on one thread)
+    run on the calling thread alone; larger ones get the threads in force."""
+    pytest.importorskip("numpy", reason="the child converts NumPy arrays")
+    proc = ok_child("""
+    import numpy as np, pylayout as pl
+    pl.set_num_threads(2)
+    for side in (256, 512, 700, 1024):  # 256 KiB, 1 MiB, 1.9 MiB, 4 MiB of float32
+        pl.contiguous(np.ones((side, side), np.float32).T)
+        print(side, pl._core._last_copy_threads())
+    """)
+    two = min(2, _cpus())
+    assert proc.stdout.split() == ["256", "1", "512", "1", "700", "1", "1024", str(two)], proc.stdout
+
+
+@pytest.mark.parametrize("value", ["1e9", "2 MB", "-1", "lots"])
+def test_malformed_parallel_threshold_warns_once(value):
+    pytest.importorskip("numpy", reason="the child converts NumPy arrays")
+    proc = ok_child("""
+    import numpy as np, pylayout as pl
+    for _ in range(3):
+        pl.contiguous(np.ones((300, 300), np.float32).T)
+    """, env={"PYLAYOUT_PARALLEL_MIN_BYTES": value})
+    assert proc.stderr.count(f"pylayout: warning: PYLAYOUT_PARALLEL_MIN_BYTES='{value}' is not a byte count") == 1, \
+        proc.stderr
