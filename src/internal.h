@@ -59,6 +59,11 @@ bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *
 void *_pylayout_aligned_alloc(size_t nbytes);
 void _pylayout_aligned_free(void *p, size_t nbytes);
 
+/* Unmaps every block the reuse cache holds (it stays on, with its limit):
+ * for an allocation that failed, here or in the caller's own code, and is
+ * about to be tried again. */
+void _pylayout_cache_release(void);
+
 /* Reads a byte count as the PYLAYOUT_* variables write it: a whole number,
  * optionally followed by K, M, G or T (powers of 1024; "512M", "512MiB",
  * "1G" and "536870912" alike).  False, leaving *bytes_ret alone, for
