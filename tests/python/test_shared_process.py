@@ -87,6 +87,12 @@ def test_fork_after_torch_os_fork():
         y = pl.contiguous(x)
         ok = np.array_equal(y, x) and y.flags.c_contiguous
         os.write(1, f"child threads={pl.get_num_threads()} ok={ok}\\n".encode())
+        # raising the count in the child is safe for copies: their team is
+        # opened by a new service thread, with a libgomp pool of its own
+        pl.set_num_threads(2)
+        y = pl.contiguous(x)
+        ok = ok and np.array_equal(y, x)
+        os.write(1, f"child raised to {pl._core._last_copy_threads()} ok={ok}\\n".encode())
         os._exit(0 if ok else 3)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -99,6 +105,7 @@ def test_fork_after_torch_os_fork():
     sys.exit(2)
     """)
     assert "child threads=1 ok=True" in proc.stdout
+    assert f"child raised to {min(2, _cpus())} ok=True" in proc.stdout
 
 
 DATALOADER = """
