@@ -25,17 +25,25 @@
  * processes every time (a 1 MiB copy 110 x slower on 2 threads than on 1).
  * So copies run on a persistent OpenMP team instead, which a service thread
  * opens once and whose threads never leave the region:
- *   - the work is cut into chunks that whoever runs claims from one atomic
- *     counter, the caller included, so a worker the kernel has not run yet
- *     simply finds nothing left;
+ *   - the work is cut into chunks; each participant, the caller included,
+ *     claims its own contiguous run of them from the front and then the
+ *     others' from the back (one compare-and-swap per chunk), so a worker the
+ *     kernel has not run yet simply finds nothing left;
  *   - the caller waits only for chunks another thread has actually claimed;
- *   - idle workers spin briefly (back-to-back copies), then sleep on a
- *     condition variable instead of burning a core their neighbours need.
+ *   - idle workers poll briefly, yielding the core to anyone who wants it,
+ *     then sleep on a condition variable instead of burning a core their
+ *     neighbours need;
+ *   - a worker preempted while it holds a chunk still holds up its caller,
+ *     so after a copy the team made slower than its caller alone, copies run
+ *     on their callers alone for a while (PL_ALONE_MIN_NS).
  * One copy at a time has the team; a copy that finds it busy (another thread
  * is copying) runs on its caller alone.  The team is sized on first use and
- * grown when a larger team is asked for.  In a forked child it does not
- * exist (its threads were not copied); a child that raises its thread count
- * gets a new one, opened by a new service thread.
+ * grown when a larger team is asked for; the threads it asks libgomp for are
+ * created and joined once first (_pylayout_threads_creatable), since libgomp
+ * exits the process when it cannot create one.  In a forked child the team
+ * does not exist (its threads were not copied); a child that raises its
+ * thread count gets a new one, opened by a new service thread whose libgomp
+ * pool is its own.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
@@ -85,13 +93,15 @@ bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...)
 /* ------------------------------------------------------- thread counts */
 
 static atomic_int pl_explicit; /* pylayout_set_num_threads; 0 until called */
-static int pl_env_threads;     /* PYLAYOUT_NUM_THREADS; 0 when unset or malformed */
+/* The threads the calling thread's last pylayout_copy was entitled to. */
+static _Thread_local int pl_last_copy_threads;
+#ifdef _OPENMP
+static int pl_env_threads; /* PYLAYOUT_NUM_THREADS; 0 when unset or malformed */
 static pthread_once_t pl_env_once = PTHREAD_ONCE_INIT;
 /* The largest team this thread has opened an OpenMP region of, or checked
  * that it could (pl_affordable); 0 for none. */
 static _Thread_local int pl_team_checked;
-/* The threads the calling thread's last pylayout_copy was allowed to use. */
-static _Thread_local int pl_last_copy_threads;
+#endif
 
 int _pylayout_machine_threads(void)
 {
