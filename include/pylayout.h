@@ -268,8 +268,9 @@ PYLAYOUT_API pylayout_status pylayout_convert_order(const DLTensor *src, const i
  * this function in the child lifts that.  A copy uses at most what the
  * process can run at once (the CPUs in the calling thread's affinity mask,
  * OMP_THREAD_LIMIT) and what can be created (under RLIMIT_AS or a pids
- * limit: down to 1), and copies under 2 MiB run on the calling thread
- * (PYLAYOUT_PARALLEL_MIN_BYTES).  A request above what the process can run
+ * limit: down to 1), and copies that would take under about 50 us on one
+ * thread run on the calling thread alone (below 1 MiB, or
+ * PYLAYOUT_PARALLEL_MIN_BYTES, without even timing themselves).  A request above what the process can run
  * is reported once per process on stderr ("pylayout: warning: ...").
  * Thread-safe.  Returns OK or INVALID_ARGUMENT (n < 1). */
 PYLAYOUT_API pylayout_status pylayout_set_num_threads(int n);

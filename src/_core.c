@@ -1590,7 +1590,7 @@ static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* Test hook: the threads the calling thread's last copy was allowed to use. */
+/* Test hook: the threads the calling thread's last copy was entitled to (internal.h). */
 static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
 {
     (void)module;

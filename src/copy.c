@@ -27,14 +27,16 @@
 #include "copy_kernels.h"
 #include "internal.h"
 
-/* A parallel copy is cut into about this many chunks per thread, each of
- * at least PL_CHUNK_MIN_BYTES.  Each thread starts on its own contiguous
- * run of them and, when done, takes the others' unclaimed chunks from the
- * far end (threads.c): a thread running at half speed (its core shared with
- * another process) or not at all then costs the copy at most a chunk's time
- * at the end. */
+/* A copy that may run in parallel is cut into chunks of PL_CHUNK_MIN_BYTES
+ * to PL_CHUNK_MAX_BYTES, at least PL_CHUNKS_PER_THREAD per thread.  The
+ * caller runs them alone until it can tell the copy will take long enough
+ * to be worth the team (threads.c); then each thread takes its own
+ * contiguous run of the rest and, when done, the others' unclaimed chunks
+ * from the far end: a thread running at half speed (its core shared with
+ * another process) or not at all costs the copy at most a chunk at the end. */
 #define PL_CHUNKS_PER_THREAD 16
 #define PL_CHUNK_MIN_BYTES ((int64_t)64 * 1024)
+#define PL_CHUNK_MAX_BYTES ((int64_t)1024 * 1024)
 
 /* Transposes at least this large write dst with streaming stores (whole
  * 64-byte lines, no read-for-ownership; copy_x86.c).  Measured with
@@ -227,6 +229,12 @@ static int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+/* Bytes per chunk of a parallel copy of total_bytes on nt threads. */
+static int64_t pl_chunk_bytes(int64_t total_bytes, int nt)
+{
+    return pl_min(PL_CHUNK_MAX_BYTES, pl_max(PL_CHUNK_MIN_BYTES, total_bytes / (PL_CHUNKS_PER_THREAD * nt)));
+}
+
 /* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
  * doubles, 8-16 KiB per side.  The 2Vx2V group order inside a tile finishes
  * every cache line it touches, so power-of-two leading dimensions do not
@@ -265,7 +273,7 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
     for (int k = 0; k < n; k++)
         total_bytes *= shape[k];
     int nt = 1; /* threads for this copy: clamped to the machine only when it may go parallel */
-    if (nthreads > 1 && total_bytes >= _pylayout_parallel_min_bytes()) /* smaller: caller alone (threads.c) */
+    if (nthreads > 1 && total_bytes >= _pylayout_parallel_min_bytes()) /* smaller: caller alone, unchunked */
         nt = (int)pl_min(nthreads, _pylayout_machine_threads());
     const int parallel = nt > 1;
 
@@ -356,13 +364,13 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
         }
         /* Serially, one unit: memcpy sees whole rows and picks its own
          * strategy (glibc streams above its non-temporal threshold, which
-         * chunking would hide from it).  In parallel, units small enough
-         * that the threads' chunks (PL_CHUNKS_PER_THREAD each) balance:
-         * memcpy of 64 MiB in 256 KiB to 64 MiB pieces measured within 1%
-         * of one call on the dev VM (19-20 GB/s; 24 for 256 KiB pieces). */
+         * chunking would hide from it).  In parallel, units of a chunk's
+         * size: memcpy of 64 MiB in 256 KiB to 64 MiB pieces measured
+         * within 1% of one call on the dev VM (19-20 GB/s; 24 for 256 KiB
+         * pieces). */
         int64_t unit_elems = INT64_MAX;
         if (parallel)
-            unit_elems = pl_max(1, pl_max(64 * 1024, total_bytes / (PL_CHUNKS_PER_THREAD * nt)) / is);
+            unit_elems = pl_max(1, pl_chunk_bytes(total_bytes, nt) / is);
         p.ta = pl_min(p.na, unit_elems);
         p.tb = pl_min(p.nb, pl_max(1, unit_elems / p.ta));
     }
@@ -420,7 +428,7 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
         /* Chunks of consecutive units (whole tiles), claimed by whichever
          * thread runs next (threads.c): a thread the kernel does not run
          * holds up nothing it has not started. */
-        int64_t chunks = pl_min(units, pl_min(PL_CHUNKS_PER_THREAD * nt, total_bytes / PL_CHUNK_MIN_BYTES));
+        int64_t chunks = pl_min(units, total_bytes / pl_chunk_bytes(total_bytes, nt));
         chunks = pl_max(2, pl_min(chunks, PL_MAX_CHUNKS));
         pl_chunked job = {&p, units, chunks};
         _pylayout_note_copy_threads(_pylayout_parallel_for((int)chunks, nt, pl_run_chunk, &job));

@@ -133,9 +133,10 @@ typedef void (*_pylayout_chunk_fn)(void *ctx, int chunk);
  * it returns. */
 int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx);
 
-/* Copies of fewer bytes than this run on the calling thread: 2 MiB, or
- * PYLAYOUT_PARALLEL_MIN_BYTES (for tuning, and for tests that want the
- * parallel path on small tensors), read once. */
+/* Copies of fewer bytes than this run on the calling thread, not cut into
+ * chunks: 1 MiB, or PYLAYOUT_PARALLEL_MIN_BYTES (for tuning, and for tests
+ * that want the chunked path on small tensors), read once.  Larger copies
+ * still run alone unless they take over 50 us (threads.c, PL_ENGAGE_NS). */
 int64_t _pylayout_parallel_min_bytes(void);
 
 /* Test hook: the number of threads the calling thread's last pylayout_copy

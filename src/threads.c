@@ -302,6 +302,15 @@ static int pl_affordable(int n)
 #define PL_IDLE_SPIN_NS 200000
 #define PL_WAIT_SPIN_NS 20000
 
+/* A copy starts on its caller alone and calls the team only once its pace
+ * says it would take longer than this on one thread: the issue's rule that
+ * copies under about 50 us run on the caller alone, measured rather than
+ * guessed from their size (a 512 x 512 float32 transpose takes 94 us here,
+ * a 724 x 724 one 46 us: power-of-two strides).  A second thread could save
+ * at most half of it on a quiet machine, and on a busy one it may not get a
+ * core in time at all. */
+#define PL_ENGAGE_NS ((int64_t)50000)
+
 /* A worker the kernel stops while it holds a chunk (its time slice ended,
  * its core is shared with other processes) holds up its caller until it
  * runs again: 4-12 ms here, far more than a chunk.  When a copy's team made
@@ -501,37 +510,50 @@ static bool pl_team_ready(int workers)
 
 int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx)
 {
+    int c = 0, entitled = 1;
 #ifdef _OPENMP
     if (nchunks > PL_MAX_CHUNKS)
         nchunks = PL_MAX_CHUNKS; /* callers size chunks below this; never claim past it */
+    if (nthreads > 1 && nchunks > 1)
+        entitled = nthreads < nchunks ? nthreads : nchunks;
+    /* Alone first, until the pace so far says the whole copy takes more than
+     * PL_ENGAGE_NS: a short copy never wakes anyone. */
+    const int64_t t0 = pl_now_ns();
+    int64_t t = t0;
+    while (entitled > 1 && nchunks - c >= 2) {
+        fn(ctx, c++);
+        t = pl_now_ns();
+        if ((t - t0) * nchunks > PL_ENGAGE_NS * c)
+            break;
+    }
     bool expected = false;
-    int entitled = 1;
-    if (nthreads > 1 && nchunks > 1 &&
+    if (entitled > 1 && nchunks - c >= 2 &&
         atomic_compare_exchange_strong_explicit(&pl_team.busy, &expected, true, memory_order_acquire,
                                                 memory_order_relaxed)) {
-        const int n = nthreads < nchunks ? nthreads : nchunks; /* participants, the caller included */
-        entitled = pl_team_ready(n - 1) ? n : 1;
-        const int64_t t0 = pl_now_ns();
-        if (entitled > 1 && t0 >= pl_team.alone_until) {
+        const int left = nchunks - c;
+        const int n = nthreads < left ? nthreads : left; /* participants, the caller included */
+        if (!pl_team_ready(n - 1))
+            entitled = 1;
+        else if (t >= pl_team.alone_until) {
             const uint32_t gen = PL_GEN(atomic_load(&pl_team.job)) + 1;
             pl_team.fn = fn;
             pl_team.ctx = ctx;
             atomic_store_explicit(&pl_team.done, 0, memory_order_relaxed);
             for (int p = 0; p < n; p++)
                 atomic_store_explicit(&pl_team.range[p],
-                                      PL_WORD(gen, (int64_t)p * nchunks / n, (int64_t)(p + 1) * nchunks / n),
+                                      PL_WORD(gen, c + (int64_t)p * left / n, c + (int64_t)(p + 1) * left / n),
                                       memory_order_relaxed);
-            atomic_store(&pl_team.job, PL_WORD(gen, n, nchunks)); /* publishes the job */
+            atomic_store(&pl_team.job, PL_WORD(gen, n, left)); /* publishes the job */
             if (atomic_load(&pl_team.sleepers) > 0) {
                 pthread_mutex_lock(&pl_team.lock);
                 pthread_cond_broadcast(&pl_team.work);
                 pthread_mutex_unlock(&pl_team.lock);
             }
-            const int mine = pl_participate(gen, 0, n, nchunks);
+            const int mine = c + pl_participate(gen, 0, n, left);
             /* Every chunk is claimed; wait for those others run. */
             const int64_t t1 = pl_now_ns();
             int64_t until = t1 + PL_WAIT_SPIN_NS;
-            for (int k = 1; atomic_load_explicit(&pl_team.done, memory_order_acquire) < nchunks; k++) {
+            for (int k = 1; atomic_load_explicit(&pl_team.done, memory_order_acquire) < left; k++) {
                 pl_cpu_relax();
                 if (k % 64 != 0)
                     continue;
@@ -539,17 +561,17 @@ int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, voi
                 if (pl_now_ns() > until) {
                     pthread_mutex_lock(&pl_team.lock);
                     atomic_store(&pl_team.waiting, true);
-                    while (atomic_load(&pl_team.done) < nchunks)
+                    while (atomic_load(&pl_team.done) < left)
                         pthread_cond_wait(&pl_team.finished, &pl_team.lock);
                     atomic_store(&pl_team.waiting, false);
                     pthread_mutex_unlock(&pl_team.lock);
                 }
             }
-            /* Slower than the caller's own pace over the whole job, by more
+            /* Slower than the caller's own pace over the whole copy, by more
              * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS. */
             const int64_t t2 = pl_now_ns();
-            const int64_t alone = mine > 0 ? (t1 - t0) * nchunks / mine : 0;
-            if (mine > 0 && t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9) {
+            const int64_t alone = (t1 - t0) * nchunks / mine;
+            if (t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9) {
                 int64_t pen = pl_team.penalty * 2;
                 pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
                 pl_team.alone_until = t2 + pl_team.penalty;
@@ -557,17 +579,14 @@ int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, voi
                 pl_team.penalty = 0;
             }
             atomic_store_explicit(&pl_team.busy, false, memory_order_release);
-            return n;
+            return entitled;
         }
         atomic_store_explicit(&pl_team.busy, false, memory_order_release);
-    } else if (nthreads > 1 && nchunks > 1) {
-        entitled = nthreads < nchunks ? nthreads : nchunks; /* another copy has the team */
     }
 #else
     (void)nthreads;
-    const int entitled = 1;
 #endif
-    for (int c = 0; c < nchunks; c++)
+    for (; c < nchunks; c++)
         fn(ctx, c);
     return entitled;
 }
@@ -611,13 +630,12 @@ int _pylayout_copy_threads(void)
 #endif
 }
 
-/* Copies that take under about 50 us on one thread run on the caller
- * alone: a second thread saves at most half of that on a quiet machine, and
- * on a busy one it may not get a core in time at all.  Measured on the
- * 2-core dev VM, float32 n x n, best of many calls: one thread takes 2-13 us
- * below 1 MiB, 22-37 us at 1.4 MiB and 32-55 us at 2 MiB (memcpy, step-2
- * gathers, transposes). */
-#define PL_PARALLEL_MIN_BYTES_DEFAULT ((int64_t)2 << 20)
+/* Copies smaller than this are not even cut into chunks (and timed, see
+ * PL_ENGAGE_NS): on the 2-core dev VM one thread copies 1 MiB in 13-27 us
+ * (memcpy, step-2 gathers, transposes; 94 us for the 512 x 512 float32
+ * transpose, which is 1 MiB), and cutting a copy into chunks costs 0.3-0.8 us
+ * whether or not the team then helps. */
+#define PL_PARALLEL_MIN_BYTES_DEFAULT ((int64_t)1 << 20)
 
 static int64_t pl_parallel_min = -1;
 static pthread_once_t pl_parallel_min_once = PTHREAD_ONCE_INIT;
@@ -632,7 +650,7 @@ static void pl_read_parallel_min(void)
         pl_parallel_min = PL_PARALLEL_MIN_BYTES_DEFAULT;
         _pylayout_warn_once(PL_WARN_PARALLEL_ENV,
                             "PYLAYOUT_PARALLEL_MIN_BYTES='%.40s' is not a byte count: use a whole number of bytes, "
-                            "optionally with K, M or G (powers of 1024), e.g. 2M; using the default (2M)",
+                            "optionally with K, M or G (powers of 1024), e.g. 1M; using the default (1M)",
                             text);
     }
 }

@@ -370,18 +370,20 @@ def test_parallel_chunks_match_torch_on_generated_layouts():
 
 @needs_openmp
 def test_small_copies_run_on_the_caller():
-    """Copies under the parallel threshold (2 MiB: about 50 us on one thread)
-    run on the calling thread alone; larger ones get the threads in force."""
+    """Copies under PYLAYOUT_PARALLEL_MIN_BYTES (1 MiB: 13-27 us on one
+    thread here) run on the calling thread alone; larger ones are entitled to
+    the threads in force (whether the team then helps depends on their pace,
+    which no test can assert on a shared machine)."""
     pytest.importorskip("numpy", reason="the child converts NumPy arrays")
     proc = ok_child("""
     import numpy as np, pylayout as pl
     pl.set_num_threads(2)
-    for side in (256, 512, 700, 1024):  # 256 KiB, 1 MiB, 1.9 MiB, 4 MiB of float32
+    for side in (256, 500, 512, 1024):  # 256 KiB, 977 KiB, 1 MiB, 4 MiB of float32
         pl.contiguous(np.ones((side, side), np.float32).T)
         print(side, pl._core._last_copy_threads())
     """)
-    two = min(2, _cpus())
-    assert proc.stdout.split() == ["256", "1", "512", "1", "700", "1", "1024", str(two)], proc.stdout
+    two = str(min(2, _cpus()))
+    assert proc.stdout.split() == ["256", "1", "500", "1", "512", two, "1024", two], proc.stdout
 
 
 @needs_openmp
