@@ -281,7 +281,8 @@ int _pylayout_threads_creatable(int want)
 /* The largest team up to n that an OpenMP region opened by the calling
  * thread can have without libgomp failing to create a thread.  libgomp
  * keeps one pool of workers per thread that opens regions, and reuses
- * them, so each thread asks once per larger team. */
+ * them, so each thread asks once per larger team (and again on every
+ * region while it cannot have the team it wants). */
 static int pl_affordable(int n)
 {
     if (n <= 1 || n <= pl_team_checked)
@@ -322,7 +323,7 @@ static int pl_affordable(int n)
 
 /* Words tagged with the job's generation, so that a thread still holding
  * an old job's word fails every compare-and-swap on the new one:
- *   job:      gen (32) | participants (16) | chunks (16)
+ *   job:      gen (32) | participants (16) | chunks the team runs (16)
  *   range[i]: gen (32) | first unclaimed chunk (16) | one past the last (16) */
 #define PL_WORD(gen, a, b) (((uint64_t)(gen) << 32) | ((uint64_t)(a) << 16) | (uint64_t)(b))
 #define PL_GEN(w) ((uint32_t)((w) >> 32))
