@@ -21,7 +21,8 @@
  *       lifetime: pylayout_tensor_retain, pylayout_tensor_release
  *   Copies   (CPU memory; cache-blocked, OpenMP-parallel):
  *       pylayout_copy, pylayout_convert, pylayout_convert_order,
- *       pylayout_set_num_threads, pylayout_get_num_threads,
+ *       pylayout_set_num_threads, pylayout_set_num_threads_quiet,
+ *       pylayout_get_num_threads, pylayout_last_copy_threads,
  *       pylayout_set_cache_limit, pylayout_cache_info
  *   Complex  (views where memory allows, packing where it does not):
  *       pylayout_canonical_strides, pylayout_tensor_canonicalize,
@@ -321,14 +322,41 @@ PYLAYOUT_API pylayout_status pylayout_convert(const DLTensor *src, pylayout_form
 PYLAYOUT_API pylayout_status pylayout_convert_order(const DLTensor *src, const int32_t *order,
                                                     pylayout_tensor **tensor_ret);
 
-/* Sets the number of threads copies use (n >= 1), for the whole process.
- * The default comes from PYLAYOUT_NUM_THREADS, else OMP_NUM_THREADS, else the
+/* Sets the number of threads copies use (n >= 1; above 4096 counts as
+ * 4096), for the whole process.  The count in force, highest precedence
+ * first: this function; PYLAYOUT_NUM_THREADS (a malformed value is reported
+ * once on stderr and ignored); the OpenMP setting in force in the calling
+ * thread, omp_get_max_threads() (OMP_NUM_THREADS, omp_set_num_threads,
+ * torch.set_num_threads; 1 inside an OpenMP region that may not nest); the
  * number of cores.  A child made by fork() starts at 1, since libgomp hangs
- * in a forked child once the parent has started its worker threads.
- * Returns OK or INVALID_ARGUMENT. */
+ * in a forked child once the parent has started its worker threads; calling
+ * this function in the child lifts that.  A copy uses at most what the
+ * process can run at once (the CPUs in the calling thread's affinity mask,
+ * OMP_THREAD_LIMIT) and what can be created (under RLIMIT_AS or a pids
+ * limit: down to 1), and copies that would take under about 50 us on one
+ * thread run on the calling thread alone (below 1 MiB, or
+ * PYLAYOUT_PARALLEL_MIN_BYTES, without even timing themselves).  A request above what the process can run
+ * is reported once per process on stderr ("pylayout: warning: ...").
+ * Thread-safe.  Returns OK or INVALID_ARGUMENT (n < 1). */
 PYLAYOUT_API pylayout_status pylayout_set_num_threads(int n);
 
-/* Stores the thread count copies use in *n_ret (1 without OpenMP). */
+/* pylayout_set_num_threads for a host that reports warnings its own way
+ * (the Python extension raises a RuntimeWarning): nothing is printed.
+ * *clamped_first_ret (may be NULL) becomes true when n is more than the
+ * process can run at once and no such warning was given yet in this process
+ * (the caller now owes one); *limit_ret (may be NULL) gets that limit.
+ * Returns OK or INVALID_ARGUMENT (n < 1). */
+PYLAYOUT_API pylayout_status pylayout_set_num_threads_quiet(int n, bool *clamped_first_ret, int *limit_ret);
+
+/* Stores in *n_ret the number of threads the calling thread's last copy was
+ * entitled to by the settings and limits above (1 for copies that run on the
+ * caller alone; 0 before any copy): a check of the thread rules, not a
+ * timing.  Returns OK or INVALID_ARGUMENT. */
+PYLAYOUT_API pylayout_status pylayout_last_copy_threads(int *n_ret);
+
+/* Stores the thread count in force for the calling thread in *n_ret, by
+ * the precedence above (1 without OpenMP): what the setting asks for, before
+ * the clamp to what the machine can run. */
 PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
 
 /* Caps the memory pylayout keeps for reuse, for the whole process.
@@ -338,15 +366,22 @@ PYLAYOUT_API pylayout_status pylayout_get_num_threads(int *n_ret);
  * kernel reclaims their pages whenever it needs memory, and until then the
  * next allocation of the same size reuses them without page faults.  This
  * is what makes a loop of allocating conversions run at copy speed.  Lazily
- * freed pages count in RSS until reclaimed.  0 releases everything now and
- * turns the cache off.  The default is PYLAYOUT_CACHE_LIMIT (bytes) from the
- * environment, else an eighth of physical memory and at least 1 GiB (0 in
- * AddressSanitizer builds, and off Linux, where blocks are not lazily freed).
- * Returns OK or INVALID_ARGUMENT (nbytes < 0). */
+ * freed pages count in RSS until reclaimed, and their address space stays
+ * mapped.  0 releases everything now and turns the cache off.
+ * The limit is PYLAYOUT_CACHE_LIMIT from the environment (bytes, optionally
+ * with K, M or G: "512M"; a malformed value is reported once on stderr and
+ * ignored) until this function sets another.  Without either, it is derived
+ * afresh whenever it is used: an eighth of the smallest of physical memory
+ * (at least 1 GiB), the memory limit of the process's cgroup (containers)
+ * and the address space RLIMIT_AS leaves -- 0 in AddressSanitizer builds,
+ * and off Linux, where blocks are not lazily freed.  Whatever the limit, an
+ * allocation pylayout cannot get releases the cache and is tried again.
+ * Thread-safe.  Returns OK or INVALID_ARGUMENT (nbytes < 0). */
 PYLAYOUT_API pylayout_status pylayout_set_cache_limit(int64_t nbytes);
 
-/* Stores the cache limit in *limit_ret and the bytes it holds now in
- * *held_ret; either may be NULL, not both.  Returns OK or INVALID_ARGUMENT. */
+/* Stores the cache limit in force now (see pylayout_set_cache_limit) in
+ * *limit_ret and the bytes the cache holds in *held_ret; either may be
+ * NULL, not both.  Returns OK or INVALID_ARGUMENT. */
 PYLAYOUT_API pylayout_status pylayout_cache_info(int64_t *limit_ret, int64_t *held_ret);
 
 /* Describes the build: whether OpenMP is compiled in and which SIMD kernel

@@ -378,6 +378,111 @@ def bench_complex(quick: bool, only: str | None) -> list[str]:
     return lines
 
 
+# --------------------------------------------------------- oversubscribed
+
+OVERSUBSCRIBED_SIZES = (256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20)
+
+
+def oversubscribed_child(sizes, reps: int) -> dict:
+    """In a fresh process: per size, the median of `reps` calls of a float32
+    transposed -> contiguous conversion for pylayout and torch at 1 and 2
+    threads, each after two warm-up calls.  Seconds.  Not interleaved call by
+    call: threads a 2-thread call leaves spinning would slow the 1-thread call
+    after it and flatter the ratio."""
+    import statistics
+
+    out: dict[str, dict[str, float]] = {}
+    for nbytes in sizes:
+        n = int((nbytes // 4) ** 0.5)
+        x = torch.randn(n, n).t()
+        if not torch.equal(pl.contiguous(x), x):
+            raise AssertionError(f"{n}x{n}: pylayout's result differs from its input")
+        fns = {"pl1": (pl.set_num_threads, 1, lambda: pl.contiguous(x)),
+               "pl2": (pl.set_num_threads, 2, lambda: pl.contiguous(x)),
+               "torch1": (torch.set_num_threads, 1, lambda: x.contiguous()),
+               "torch2": (torch.set_num_threads, 2, lambda: x.contiguous())}
+        out[str(nbytes)] = row = {}
+        for key, (setter, threads, fn) in fns.items():
+            setter(threads)
+            fn()
+            fn()
+            times = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            row[key] = statistics.median(times)
+    return out
+
+
+def _busy_loops(count: int):
+    """`count` unpinned processes that each keep a core busy, the way any
+    other job shares a machine."""
+    import subprocess
+    import sys
+
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def bench_oversubscribed(quick: bool) -> list[str]:
+    """1 vs 2 threads with all cores but one kept busy by other processes, in
+    several fresh processes one after another: where the scheduler puts the
+    threads differs between processes and stays for a process's life."""
+    if torch is None:
+        return ["## Oversubscribed", "", "skipped: the section compares against torch; install it."]
+    import json
+    import subprocess
+    import sys
+
+    nproc, reps = (3, 7) if quick else (8, 21)
+    cores = os.cpu_count() or 1
+    nbusy = max(1, cores - 1)
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(pl.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYLAYOUT_NUM_THREADS", None)
+    code = ("import json, sys; from pylayout._bench import oversubscribed_child; "
+            f"print(json.dumps(oversubscribed_child({list(OVERSUBSCRIBED_SIZES)}, {reps})))")
+    busy = _busy_loops(nbusy)
+    runs = []
+    try:
+        time.sleep(0.5)
+        for _ in range(nproc):
+            proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                  timeout=600)
+            if proc.returncode != 0:
+                raise RuntimeError(f"oversubscribed child failed:\n{proc.stderr}")
+            runs.append(json.loads(proc.stdout))
+    finally:
+        for b in busy:
+            b.kill()
+            b.wait()
+    lines = [f"## Oversubscribed: {nbusy} busy process{'es' if nbusy > 1 else ''} on {cores} cores "
+             f"(ms, median of {reps} calls, transposed float32 -> contiguous)", "",
+             f"`python -c 'while True: pass'` x {nbusy}, unpinned, runs throughout; each row's figures come from "
+             f"{nproc} fresh processes one after another (min-max over them).  2/1: the 2-thread time over the "
+             "1-thread time in the same process.", "",
+             "| size | pylayout 1 thr | pylayout 2 thr | pylayout 2/1 per process | worst 2/1 "
+             "| torch 1 thr | torch 2 thr | torch worst 2/1 |",
+             "|---|---:|---:|---|---:|---:|---:|---:|"]
+    worst = 0.0
+    for nbytes in OVERSUBSCRIBED_SIZES:
+        rows = [r[str(nbytes)] for r in runs]
+
+        def span(key):
+            v = [1e3 * r[key] for r in rows]
+            return f"{min(v):.3f}-{max(v):.3f}"
+
+        ratios = [r["pl2"] / r["pl1"] for r in rows]
+        tratios = [r["torch2"] / r["torch1"] for r in rows]
+        worst = max(worst, max(ratios))
+        size = f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+        lines.append(f"| {size} | {span('pl1')} | {span('pl2')} | {' '.join(f'{q:.2f}' for q in ratios)} "
+                     f"| {max(ratios):.2f} | {span('torch1')} | {span('torch2')} | {max(tratios):.2f} |")
+    lines += ["", f"worst pylayout 2-thread / 1-thread ratio, any size, any process: **{worst:.2f}** "
+              "(goal: at most 1.25)"]
+    return lines
+
+
 def run(quick: bool = False, only: str | None = None) -> int:
     info = pl.info()
     header = [
@@ -390,10 +495,16 @@ def run(quick: bool = False, only: str | None = None) -> int:
         "",
     ]
     print("\n".join(header), flush=True)
+    if only == "oversubscribed":
+        print("\n".join(bench_oversubscribed(quick)), flush=True)
+        return 0
     if not only:
         for section in (bench_exchange, bench_small):
             print("\n".join(section(quick)) + "\n", flush=True)
     bench_copies(quick, only)
     print(flush=True)
     bench_complex(quick, only)
+    if not only:
+        print(flush=True)
+        print("\n".join(bench_oversubscribed(quick)), flush=True)
     return 0

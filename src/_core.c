@@ -2151,10 +2151,28 @@ static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
     if (v == -1 && PyErr_Occurred())
         return NULL;
     int n = v < 0 ? 0 : v > 4096 ? 4096 : (int)v;
-    pylayout_status st = pylayout_set_num_threads(n);
+    bool warn = false; /* the C core says once per process; C users get it on stderr */
+    int machine = 1;
+    pylayout_status st = pylayout_set_num_threads_quiet(n, &warn, &machine);
     if (st != PYLAYOUT_OK)
         return raise_status(st);
+    if (warn && PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                 "pylayout.set_num_threads(%ld) asks for more threads than this process can run at "
+                                 "once here (%d: the CPUs in its affinity mask, at most OMP_THREAD_LIMIT); "
+                                 "copies use %d",
+                                 v, machine, machine) < 0)
+        return NULL;
     Py_RETURN_NONE;
+}
+
+/* Test hook: the threads the calling thread's last copy was entitled to. */
+static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int n = 0;
+    pylayout_last_copy_threads(&n);
+    return PyLong_FromLong(n);
 }
 
 static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
@@ -2357,12 +2375,18 @@ PyDoc_STRVAR(get_num_threads_doc,
 ">>> pl.get_num_threads() >= 1\n"
 "True");
 
+PyDoc_STRVAR(last_copy_threads_doc,
+"_last_copy_threads($module, /)\n--\n\n"
+"The number of threads the calling thread's last copy was entitled to: a\n"
+"test hook for the thread-count rules (docs/reliability.md), never a timing.");
+
 PyDoc_STRVAR(set_cache_limit_doc,
 "set_cache_limit($module, nbytes, /)\n--\n\n"
 "Caps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
 "lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"
-"them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT, else\n"
-"RAM / 8 (at least 1 GiB).\n\n"
+"them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT, else an\n"
+"eighth of the least of physical memory (at least 1 GiB), the cgroup's\n"
+"memory limit and the room RLIMIT_AS leaves, re-read when it matters.\n\n"
 ">>> import pylayout as pl\n"
 ">>> old = pl.cache_info()['limit']; pl.set_cache_limit(0); pl.cache_info()['held']\n"
 "0\n"
@@ -2442,6 +2466,7 @@ static PyMethodDef module_methods[] = {
     KW_METHOD(order_strides, mod_order_strides),
     {"set_num_threads", mod_set_num_threads, METH_O, set_num_threads_doc},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, get_num_threads_doc},
+    {"_last_copy_threads", mod_last_copy_threads, METH_NOARGS, last_copy_threads_doc},
     {"set_cache_limit", mod_set_cache_limit, METH_O, set_cache_limit_doc},
     {"cache_info", mod_cache_info, METH_NOARGS, cache_info_doc},
     {"build_info", mod_build_info, METH_NOARGS, build_info_doc},

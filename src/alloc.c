@@ -29,7 +29,10 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #if defined(__linux__)
@@ -108,6 +111,41 @@ static bool pl_lazy_free(void *p, size_t len) /* kept as is: only an explicit li
 }
 #endif
 
+/* ------------------------------------------------------- byte counts */
+
+bool _pylayout_parse_bytes(const char *text, int64_t *bytes_ret)
+{
+    if (text == NULL)
+        return false;
+    while (*text == ' ' || *text == '\t')
+        text++;
+    if (*text < '0' || *text > '9') /* no sign, no empty value */
+        return false;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0)
+        return false;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift > 0 && *end == 'i')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    while (*end == ' ' || *end == '\t')
+        end++;
+    if (*end != '\0' || v > (unsigned long long)(INT64_MAX >> shift))
+        return false;
+    *bytes_ret = (int64_t)(v << shift);
+    return true;
+}
+
 /* ------------------------------------------------------------ the cache */
 
 typedef struct {
@@ -119,7 +157,10 @@ static pthread_mutex_t pl_cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static pl_block pl_cache[PL_CACHE_SLOTS]; /* oldest first */
 static int pl_cache_count;
 static size_t pl_cache_held;
-static int64_t pl_cache_limit = -1; /* -1: not read from the environment yet */
+/* -2: PYLAYOUT_CACHE_LIMIT not read yet; -1: none set, derive the default
+ * whenever it is needed; >= 0: set by pylayout_set_cache_limit or the
+ * environment. */
+static int64_t pl_cache_limit = -2;
 
 /* A child made by fork() may inherit the lock held by another thread of the
  * parent; the cached blocks themselves are copied with the address space. */
@@ -133,40 +174,145 @@ static void pl_cache_lock_acquire(void)
     pthread_mutex_lock(&pl_cache_lock);
 }
 
-/* An eighth of physical memory, at least 1 GiB: lazily freed pages cost
- * nothing the kernel cannot take back, and a cache smaller than one output
- * of a large conversion would never hit.  0 under ASan, and where blocks
- * cannot be lazily freed. */
-static int64_t pl_cache_default(void)
+#if !defined(PL_ASAN) && defined(PL_HAVE_MMAP) && defined(MADV_FREE)
+#define PL_CACHE_BY_DEFAULT 1
+
+/* The first number in a small file, or -1 ("max", absent, unreadable). */
+static int64_t pl_read_number(const char *path)
 {
-#if defined(PL_ASAN) || !defined(PL_HAVE_MMAP) || !defined(MADV_FREE)
-    return 0;
-#else
+    char text[64];
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return -1;
+    size_t got = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    int64_t v = 0;
+    text[strcspn(text, " \n")] = '\0';
+    return text[0] >= '0' && text[0] <= '9' && _pylayout_parse_bytes(text, &v) ? v : -1;
+}
+
+/* The smallest memory limit of the cgroups this process is in, from its
+ * own cgroup up to the root of the hierarchy (cgroup v2 memory.max, v1
+ * memory.limit_in_bytes), or -1 for none.  Where the path /proc/self/cgroup
+ * names is not visible (a container's own cgroup mounted as the root), its
+ * ancestors and the mount's root are. */
+static int64_t pl_cgroup_memory_limit(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (f == NULL)
+        return -1;
+    int64_t best = -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f) != NULL) {
+        /* "0::/path" (v2) or "4:memory:/path" (v1, "memory" among the controllers) */
+        char *first = strchr(line, ':'), *second = first ? strchr(first + 1, ':') : NULL;
+        if (second == NULL)
+            continue;
+        *second = '\0';
+        char *path = second + 1;
+        path[strcspn(path, "\n")] = '\0';
+        const char *controllers = first + 1;
+        const bool v2 = controllers[0] == '\0';
+        bool memory = false;
+        for (const char *c = controllers; !v2 && c != NULL; c = strchr(c, ',') ? strchr(c, ',') + 1 : NULL)
+            memory |= strncmp(c, "memory", 6) == 0 && (c[6] == ',' || c[6] == '\0');
+        if (!v2 && !memory)
+            continue;
+        static const char *const v2_roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+        static const char *const v1_roots[] = {"/sys/fs/cgroup/memory"};
+        const char *const *roots = v2 ? v2_roots : v1_roots;
+        const int nroots = v2 ? 2 : 1;
+        const char *file = v2 ? "memory.max" : "memory.limit_in_bytes";
+        for (int r = 0; r < nroots; r++) {
+            char dir[1024];
+            snprintf(dir, sizeof dir, "%s", path);
+            for (;;) { /* this cgroup, then each ancestor */
+                char full[1200];
+                snprintf(full, sizeof full, "%s%s/%s", roots[r], strcmp(dir, "/") == 0 ? "" : dir, file);
+                int64_t v = pl_read_number(full);
+                if (v > 0 && v < ((int64_t)1 << 60) && (best < 0 || v < best)) /* v1 writes "no limit" as ~2^63 */
+                    best = v;
+                char *slash = strrchr(dir, '/');
+                if (slash == NULL || strcmp(dir, "/") == 0)
+                    break;
+                if (slash == dir)
+                    strcpy(dir, "/");
+                else
+                    *slash = '\0';
+            }
+        }
+    }
+    fclose(f);
+    return best;
+}
+
+/* Bytes of address space this process may still map under RLIMIT_AS,
+ * counting the blocks the cache holds and `freeing` bytes about to be
+ * freed as free (the cache gives its blocks back on demand), or -1 for no
+ * limit. */
+static int64_t pl_address_space_left(size_t freeing)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return -1;
+    long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (f == NULL)
+        return -1;
+    int got = fscanf(f, "%lld", &pages); /* the first field: VmSize in pages */
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    if (got != 1 || page <= 0)
+        return -1;
+    int64_t used = (int64_t)pages * page - (int64_t)pl_cache_held - (int64_t)freeing;
+    return (int64_t)rl.rlim_cur > used ? (int64_t)rl.rlim_cur - used : 0;
+}
+#endif
+
+/* The default limit, derived afresh: an eighth of the smallest of physical
+ * memory (at least 1 GiB then: lazily freed pages cost nothing the kernel
+ * cannot take back, and a cache smaller than one output of a large
+ * conversion never hits), the cgroup's memory limit (containers) and the
+ * address space RLIMIT_AS leaves: cached blocks keep their address space
+ * mapped, which other allocators in the process may need.  0 under ASan,
+ * and where blocks cannot be lazily freed.  `freeing`: bytes being freed
+ * that still count as mapped.  Called with the lock held. */
+static int64_t pl_cache_default_locked(size_t freeing)
+{
+#if defined(PL_CACHE_BY_DEFAULT)
     int64_t limit = (int64_t)1 << 30;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0 && (int64_t)pages / 8 > limit / page)
         limit = (int64_t)pages / 8 * page;
+    int64_t cgroup = pl_cgroup_memory_limit();
+    if (cgroup >= 0 && cgroup / 8 < limit)
+        limit = cgroup / 8;
+    int64_t space = pl_address_space_left(freeing);
+    if (space >= 0 && space / 8 < limit)
+        limit = space / 8;
     return limit;
+#else
+    (void)freeing;
+    return 0;
 #endif
 }
 
-/* The limit in bytes: PYLAYOUT_CACHE_LIMIT (bytes; 0 turns the cache off)
- * or the default.  Called with the lock held. */
-static size_t pl_cache_limit_locked(void)
+/* The limit in bytes now: PYLAYOUT_CACHE_LIMIT or pylayout_set_cache_limit,
+ * else the default (re-derived on every call: limits change).  Lock held. */
+static size_t pl_cache_limit_locked(size_t freeing)
 {
-    if (pl_cache_limit < 0) {
-        int64_t limit = pl_cache_default();
+    if (pl_cache_limit == -2) {
+        pl_cache_limit = -1;
         const char *env = getenv("PYLAYOUT_CACHE_LIMIT");
-        if (env != NULL && *env != '\0') {
-            char *end = NULL;
-            errno = 0;
-            long long v = strtoll(env, &end, 10);
-            if (errno == 0 && end != env && *end == '\0' && v >= 0)
-                limit = (int64_t)v;
-        }
-        pl_cache_limit = limit;
+        if (env != NULL && *env != '\0' && !_pylayout_parse_bytes(env, &pl_cache_limit))
+            _pylayout_warn_once(PL_WARN_CACHE_ENV,
+                                "PYLAYOUT_CACHE_LIMIT='%.40s' is not a byte count: use a whole number of bytes, "
+                                "optionally with K, M or G (powers of 1024), e.g. 536870912 or 512M (0 turns the "
+                                "cache off); using the default",
+                                env);
     }
-    return (size_t)pl_cache_limit;
+    return (size_t)(pl_cache_limit >= 0 ? pl_cache_limit : pl_cache_default_locked(freeing));
 }
 
 /* Removes slot k from the cache and returns its block.  Lock held. */
@@ -197,9 +343,10 @@ void *_pylayout_aligned_alloc(size_t nbytes)
     if (nbytes < HUGE_MIN_BYTES) {
         void *p = NULL;
         /* 64-byte alignment: a cache line, and every SIMD width in use. */
-        if (posix_memalign(&p, 64, nbytes ? nbytes : 64) != 0)
-            return NULL;
-        return p;
+        if (posix_memalign(&p, 64, nbytes ? nbytes : 64) == 0)
+            return p;
+        _pylayout_cache_release(); /* what is missing may be the address space it holds */
+        return posix_memalign(&p, 64, nbytes ? nbytes : 64) == 0 ? p : NULL;
     }
     const size_t len = pl_map_len(nbytes);
     pl_cache_lock_acquire();
@@ -212,12 +359,17 @@ void *_pylayout_aligned_alloc(size_t nbytes)
     pthread_mutex_unlock(&pl_cache_lock);
     void *p = pl_map(len);
     if (p == NULL) { /* cached blocks of other sizes may be what is missing */
-        pl_cache_lock_acquire();
-        pl_cache_trim_locked(0);
-        pthread_mutex_unlock(&pl_cache_lock);
+        _pylayout_cache_release();
         p = pl_map(len);
     }
     return p;
+}
+
+void _pylayout_cache_release(void)
+{
+    pl_cache_lock_acquire();
+    pl_cache_trim_locked(0);
+    pthread_mutex_unlock(&pl_cache_lock);
 }
 
 void _pylayout_aligned_free(void *p, size_t nbytes)
@@ -230,7 +382,7 @@ void _pylayout_aligned_free(void *p, size_t nbytes)
     }
     const size_t len = pl_map_len(nbytes);
     pl_cache_lock_acquire();
-    const size_t limit = pl_cache_limit_locked();
+    const size_t limit = pl_cache_limit_locked(len);
     if (len > limit || !pl_lazy_free(p, len)) {
         pthread_mutex_unlock(&pl_cache_lock);
         pl_unmap(p, len);
@@ -265,7 +417,7 @@ pylayout_status pylayout_cache_info(int64_t *limit_ret, int64_t *held_ret)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_cache_info: both outputs are NULL");
     pl_cache_lock_acquire();
     if (limit_ret != NULL)
-        *limit_ret = (int64_t)pl_cache_limit_locked();
+        *limit_ret = (int64_t)pl_cache_limit_locked(0);
     if (held_ret != NULL)
         *held_ret = (int64_t)pl_cache_held;
     pthread_mutex_unlock(&pl_cache_lock);

@@ -24,19 +24,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "copy_kernels.h"
 #include "internal.h"
 
-/* Copies smaller than this run on the calling thread.  Measured with
- * `bench_copy threshold` on the 2-core dev VM: an empty 2-thread region
- * costs ~0.6 us (16 KiB memcpy: 0.11 us on 1 thread, 0.73 us on 2); 2
- * threads first win at 64-128 KiB (128 KiB memcpy 2.9 us -> 2.1 us; 256 KiB
- * transpose 11.8 us -> 6.7 us). */
-#define PL_PARALLEL_MIN_BYTES ((int64_t)128 * 1024)
+/* A copy that may run in parallel is cut into chunks of PL_CHUNK_MIN_BYTES
+ * to PL_CHUNK_MAX_BYTES, at least PL_CHUNKS_PER_THREAD per thread.  The
+ * caller runs them alone until it can tell the copy will take long enough
+ * to be worth the team (threads.c); then each thread takes its own
+ * contiguous run of the rest and, when done, the others' unclaimed chunks
+ * from the far end: a thread running at half speed (its core shared with
+ * another process) or not at all costs the copy at most a chunk at the end. */
+#define PL_CHUNKS_PER_THREAD 16
+#define PL_CHUNK_MIN_BYTES ((int64_t)64 * 1024)
+#define PL_CHUNK_MAX_BYTES ((int64_t)1024 * 1024)
 
 /* Transposes at least this large write dst with streaming stores (whole
  * 64-byte lines, no read-for-ownership; copy_x86.c).  Measured with
@@ -212,10 +212,28 @@ static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
         p->fence(); /* once per range: the streaming kernels leave it to us */
 }
 
+/* A copy's units cut into `chunks` runs of consecutive units. */
+typedef struct {
+    const pl_plan *p;
+    int64_t units, chunks;
+} pl_chunked;
+
+static void pl_run_chunk(void *ctx, int c)
+{
+    const pl_chunked *job = ctx;
+    pl_run_range(job->p, c * job->units / job->chunks, (c + 1) * job->units / job->chunks);
+}
+
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
 static int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Bytes per chunk of a parallel copy of total_bytes on nt threads. */
+static int64_t pl_chunk_bytes(int64_t total_bytes, int nt)
+{
+    return pl_min(PL_CHUNK_MAX_BYTES, pl_max(PL_CHUNK_MIN_BYTES, total_bytes / (PL_CHUNKS_PER_THREAD * nt)));
+}
 
 /* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
  * doubles, 8-16 KiB per side.  The 2Vx2V group order inside a tile finishes
@@ -254,9 +272,13 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
     int64_t total_bytes = is;
     for (int k = 0; k < n; k++)
         total_bytes *= shape[k];
-    const int parallel = nthreads > 1 && total_bytes >= PL_PARALLEL_MIN_BYTES;
+    int nt = 1; /* threads for this copy: clamped to the machine only when it may go parallel */
+    if (nthreads > 1 && total_bytes >= _pylayout_parallel_min_bytes()) /* smaller: caller alone, unchunked */
+        nt = (int)pl_min(nthreads, _pylayout_machine_threads());
+    const int parallel = nt > 1;
 
     if (n == 0) {
+        _pylayout_note_copy_threads(1);
         memcpy(dst, src, itemsize);
         return;
     }
@@ -342,14 +364,13 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
         }
         /* Serially, one unit: memcpy sees whole rows and picks its own
          * strategy (glibc streams above its non-temporal threshold, which
-         * chunking would hide from it).  In parallel, one unit per thread
-         * for a single block of memory, else >= 4 per thread so the static
-         * split balances. */
+         * chunking would hide from it).  In parallel, units of a chunk's
+         * size: memcpy of 64 MiB in 256 KiB to 64 MiB pieces measured
+         * within 1% of one call on the dev VM (19-20 GB/s; 24 for 256 KiB
+         * pieces). */
         int64_t unit_elems = INT64_MAX;
-        if (parallel && n == 1)
-            unit_elems = pl_ceil_div(p.na, nthreads);
-        else if (parallel)
-            unit_elems = pl_max(1, pl_max(64 * 1024, total_bytes / (4 * nthreads)) / is);
+        if (parallel)
+            unit_elems = pl_max(1, pl_chunk_bytes(total_bytes, nt) / is);
         p.ta = pl_min(p.na, unit_elems);
         p.tb = pl_min(p.nb, pl_max(1, unit_elems / p.ta));
     }
@@ -403,23 +424,17 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
     for (int k = 0; k < nl; k++)
         units *= p.count[k];
 
-#ifdef _OPENMP
     if (parallel && units > 1) {
-        const int nt = (int)pl_min(nthreads, units);
-#pragma omp parallel num_threads(nt)
-        {
-            /* Contiguous ranges of units: each thread writes whole tiles. */
-            const int64_t id = omp_get_thread_num(), team = omp_get_num_threads();
-            const int64_t per = units / team, extra = units % team;
-            const int64_t u0 = id * per + pl_min(id, extra);
-            const int64_t u1 = u0 + per + (id < extra ? 1 : 0);
-            pl_run_range(&p, u0, u1);
-        }
+        /* Chunks of consecutive units (whole tiles), claimed by whichever
+         * thread runs next (threads.c): a thread the kernel does not run
+         * holds up nothing it has not started. */
+        int64_t chunks = pl_min(units, total_bytes / pl_chunk_bytes(total_bytes, nt));
+        chunks = pl_max(2, pl_min(chunks, PL_MAX_CHUNKS));
+        pl_chunked job = {&p, units, chunks};
+        _pylayout_note_copy_threads(_pylayout_parallel_for((int)chunks, nt, pl_run_chunk, &job));
         return;
     }
-#else
-    (void)parallel;
-#endif
+    _pylayout_note_copy_threads(1);
     pl_run_range(&p, 0, units);
 }
 
@@ -533,7 +548,7 @@ pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
         }
     }
 
-    pl_execute(m, shape, ss, ds, itemsize, sbase, dbase, _pylayout_copy_threads());
+    pl_execute(m, shape, ss, ds, itemsize, sbase, dbase, _pylayout_threads_setting());
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }

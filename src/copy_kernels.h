@@ -58,7 +58,9 @@ typedef struct _pylayout_copy_kernels {
 /* The kernels chosen at run time for this CPU (first call decides; thread-safe). */
 const _pylayout_copy_kernels *_pylayout_copy_kernels_get(void);
 
-/* The thread count copies use (threads.c), >= 1. */
+/* The threads an OpenMP region the calling thread opens now may have
+ * (threads.c): the count in force, clamped to what the machine runs and to
+ * what libgomp can create without exiting the process; >= 1. */
 int _pylayout_copy_threads(void);
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -59,4 +59,85 @@ bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *
 void *_pylayout_aligned_alloc(size_t nbytes);
 void _pylayout_aligned_free(void *p, size_t nbytes);
 
+/* Unmaps every block the reuse cache holds (it stays on, with its limit):
+ * for an allocation that failed, here or in the caller's own code, and is
+ * about to be tried again. */
+void _pylayout_cache_release(void);
+
+/* Reads a byte count as the PYLAYOUT_* variables write it: a whole number,
+ * optionally followed by K, M, G or T (powers of 1024; "512M", "512MiB",
+ * "1G" and "536870912" alike).  False, leaving *bytes_ret alone, for
+ * anything else ("1e9", "-5", "1.5G", "", overflow). */
+bool _pylayout_parse_bytes(const char *text, int64_t *bytes_ret);
+
+/* ------------------------------------------------------------ threads.c */
+
+/* Warnings pylayout gives at most once per process, one flag per kind. */
+typedef enum pl_warning {
+    PL_WARN_THREADS_CLAMPED, /* a thread-count request above what the machine runs */
+    PL_WARN_THREADS_ENV,     /* a malformed PYLAYOUT_NUM_THREADS */
+    PL_WARN_CACHE_ENV,       /* a malformed PYLAYOUT_CACHE_LIMIT */
+    PL_WARN_PARALLEL_ENV,    /* a malformed PYLAYOUT_PARALLEL_MIN_BYTES */
+    PL_WARN_KINDS
+} pl_warning;
+
+/* Prints "pylayout: warning: <message>" to stderr the first time `kind` is
+ * raised in this process and returns true; afterwards does nothing.  For
+ * environment variables, which the C core reads at times no caller chose
+ * (libgomp reports bad OMP_* values on stderr the same way). */
+bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...) PL_PRINTF(2, 3);
+
+/* True the first time `kind` is claimed in this process, without printing:
+ * for a caller that reports it its own way (the Python extension raises a
+ * RuntimeWarning). */
+bool _pylayout_warning_claim(pl_warning kind);
+
+/* The threads this process can run at once, as seen from the calling
+ * thread: the CPUs in its affinity mask (online ones only), at most
+ * omp_get_thread_limit(); >= 1. */
+int _pylayout_machine_threads(void);
+
+/* The thread count in force for the calling thread, by the precedence in
+ * threads.c (what pylayout_get_num_threads reports); >= 1. */
+int _pylayout_threads_setting(void);
+
+/* That count clamped to _pylayout_machine_threads(): the most threads a copy
+ * started now may use. */
+int _pylayout_threads_wanted(void);
+
+/* How many of `want` more threads (with libgomp's stack size) can be alive
+ * at once right now; it creates and joins them to find out. */
+int _pylayout_threads_creatable(int want);
+
+
+/* Chunks of one _pylayout_parallel_for at most. */
+#define PL_MAX_CHUNKS 4096
+
+typedef void (*_pylayout_chunk_fn)(void *ctx, int chunk);
+
+/* Runs fn(ctx, c) once for every chunk c in [0, nchunks), on the calling
+ * thread and at most nthreads - 1 workers of pylayout's persistent OpenMP
+ * team (threads.c), each chunk on whichever thread claims it first; returns
+ * when all have run.  The calling thread runs every chunk nobody else has
+ * claimed and waits only for chunks other threads started.  Returns the
+ * threads the job was entitled to: min(nthreads, nchunks), or 1 when no
+ * team thread could be started.  It may still run on its caller alone:
+ * when another copy has the team, or for a while after the team made a
+ * copy slower than its caller alone (threads.c).  nchunks <= PL_MAX_CHUNKS.
+ * fn must make its own writes visible (e.g. fence streaming stores) before
+ * it returns. */
+int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx);
+
+/* Copies of fewer bytes than this run on the calling thread, not cut into
+ * chunks: 1 MiB, or PYLAYOUT_PARALLEL_MIN_BYTES (for tuning, and for tests
+ * that want the chunked path on small tensors), read once.  Larger copies
+ * still run alone unless they take over 50 us (threads.c, PL_ENGAGE_NS). */
+int64_t _pylayout_parallel_min_bytes(void);
+
+/* Test hook: the number of threads the calling thread's last pylayout_copy
+ * was entitled to (1 below the parallel threshold, with a thread count of
+ * 1, or when no thread could be started; 0 before any copy).  Settings and
+ * limits decide it, not the moment's scheduling: see _pylayout_parallel_for. */
+void _pylayout_note_copy_threads(int n);
+
 #endif /* PYLAYOUT_INTERNAL_H */

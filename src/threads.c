@@ -1,14 +1,61 @@
 /*
- * threads.c - the process-wide thread count of copies, and build info.
+ * threads.c - how many threads a copy may use, one-time warnings, and
+ * build info.
  *
- * The count starts at 0 ("not chosen yet") and is filled in lazily from the
- * environment on first use.  A compare-and-swap publishes the default, so a
- * pylayout_set_num_threads() that races the first use always wins.
+ * The thread count in force, highest precedence first:
+ *   1. pylayout_set_num_threads(n) (in a forked child: 1 until it is called
+ *      there, see pl_after_fork_in_child);
+ *   2. PYLAYOUT_NUM_THREADS, read once, on first use;
+ *   3. the OpenMP setting in force in the calling thread: omp_get_max_threads(),
+ *      which OMP_NUM_THREADS sets at start-up and torch.set_num_threads (a
+ *      DataLoader worker calls it with 1) sets later -- and 1 inside an
+ *      OpenMP region that may not nest;
+ *   4. the number of cores (what omp_get_max_threads() starts from).
+ * A copy then uses at most what this process can run at once: the CPUs in
+ * the calling thread's affinity mask (which excludes offline ones) and
+ * OMP_THREAD_LIMIT.  A larger request is clamped and warned about once.
+ * Without OpenMP everything is 1.
+ *
+ * The team (_pylayout_parallel_for).  A plain `#pragma omp parallel` ends in
+ * a barrier that waits for every thread of the team to arrive, and libgomp's
+ * idle workers spin for milliseconds between regions.  On a machine whose
+ * other cores are busy (a DataLoader, another notebook, a CI neighbour) the
+ * kernel may not run a worker for a whole time slice: the caller finished its
+ * half and then waited 4-16 ms for a worker that had not started, in some
+ * processes every time (a 1 MiB copy 110 x slower on 2 threads than on 1).
+ * So copies run on a persistent OpenMP team instead, which a service thread
+ * opens once and whose threads never leave the region:
+ *   - the work is cut into chunks; each participant, the caller included,
+ *     claims its own contiguous run of them from the front and then the
+ *     others' from the back (one compare-and-swap per chunk), so a worker the
+ *     kernel has not run yet simply finds nothing left;
+ *   - the caller waits only for chunks another thread has actually claimed;
+ *   - idle workers poll briefly, yielding the core to anyone who wants it,
+ *     then sleep on a condition variable instead of burning a core their
+ *     neighbours need;
+ *   - a worker preempted while it holds a chunk still holds up its caller,
+ *     so after a copy the team made slower than its caller alone, copies run
+ *     on their callers alone for a while (PL_ALONE_MIN_NS).
+ * One copy at a time has the team; a copy that finds it busy (another thread
+ * is copying) runs on its caller alone.  The team is sized on first use and
+ * grown when a larger team is asked for; the threads it asks libgomp for are
+ * created and joined once first (_pylayout_threads_creatable), since libgomp
+ * exits the process when it cannot create one.  In a forked child the team
+ * does not exist (its threads were not copied); a child that raises its
+ * thread count gets a new one, opened by a new service thread whose libgomp
+ * pool is its own.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -17,46 +64,115 @@
 #include "copy_kernels.h"
 #include "internal.h"
 
-/* More threads than this is a typo in an environment variable. */
+/* More threads than this is a typo. */
 #define PL_MAX_THREADS 4096
 
-static atomic_int pl_num_threads; /* 0 until chosen */
+/* ------------------------------------------------------------ warnings */
+
+static atomic_bool pl_warned[PL_WARN_KINDS];
+
+bool _pylayout_warning_claim(pl_warning kind)
+{
+    return !atomic_exchange(&pl_warned[kind], true);
+}
+
+bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...)
+{
+    if (!_pylayout_warning_claim(kind))
+        return false;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "pylayout: warning: %s\n", text);
+    fflush(stderr);
+    return true;
+}
+
+/* ------------------------------------------------------- thread counts */
+
+static atomic_int pl_explicit; /* pylayout_set_num_threads; 0 until called */
+/* The threads the calling thread's last pylayout_copy was entitled to. */
+static _Thread_local int pl_last_copy_threads;
+#ifdef _OPENMP
+static int pl_env_threads; /* PYLAYOUT_NUM_THREADS; 0 when unset or malformed */
+static pthread_once_t pl_env_once = PTHREAD_ONCE_INIT;
+/* The largest team this thread has opened an OpenMP region of, or checked
+ * that it could (pl_affordable); 0 for none. */
+static _Thread_local int pl_team_checked;
+#endif
+
+int _pylayout_machine_threads(void)
+{
+    int n = 0;
+#if defined(__linux__) && defined(CPU_COUNT)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set); /* the kernel leaves offline CPUs out */
+#endif
+    if (n < 1) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        n = online < 1 ? 1 : online > PL_MAX_THREADS ? PL_MAX_THREADS : (int)online;
+    }
+#ifdef _OPENMP
+    int limit = omp_get_thread_limit();
+    if (limit >= 1 && limit < n)
+        n = limit;
+#endif
+    return n;
+}
 
 #ifdef _OPENMP
-/* The leading positive integer of `text` ("4" or "4,2" as OMP_NUM_THREADS
- * allows), or 0 if there is none. */
+/* The leading positive integer of `text` ("4", or "4,2" as OMP_NUM_THREADS
+ * allows), capped at PL_MAX_THREADS, or 0 if there is none. */
 static int pl_parse_threads(const char *text)
 {
-    if (text == NULL)
-        return 0;
     char *end = NULL;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || v < 1)
+    if (end == text || v < 1)
         return 0;
     if (*end != '\0' && *end != ',' && *end != ' ')
         return 0;
-    return v > PL_MAX_THREADS ? PL_MAX_THREADS : (int)v;
+    return errno == ERANGE || v > PL_MAX_THREADS ? PL_MAX_THREADS : (int)v;
 }
 
-static int pl_default_threads(void)
+static void pl_note_request(int n, const char *what)
 {
-    int n = pl_parse_threads(getenv("PYLAYOUT_NUM_THREADS"));
-    if (n == 0)
-        n = pl_parse_threads(getenv("OMP_NUM_THREADS"));
-    if (n == 0)
-        n = omp_get_num_procs();
-    return n < 1 ? 1 : n;
+    int machine = _pylayout_machine_threads();
+    if (n > machine)
+        _pylayout_warn_once(PL_WARN_THREADS_CLAMPED,
+                            "%s asks for %d threads, more than this process can run at once here (%d: the CPUs "
+                            "in its affinity mask, at most OMP_THREAD_LIMIT); copies use %d",
+                            what, n, machine, machine);
 }
-#endif /* _OPENMP */
 
-#ifdef _OPENMP
+static void pl_read_env(void)
+{
+    const char *text = getenv("PYLAYOUT_NUM_THREADS");
+    if (text == NULL || *text == '\0')
+        return;
+    pl_env_threads = pl_parse_threads(text);
+    if (pl_env_threads == 0)
+        _pylayout_warn_once(PL_WARN_THREADS_ENV,
+                            "PYLAYOUT_NUM_THREADS='%.40s' is not a thread count: use a whole number >= 1 "
+                            "(e.g. PYLAYOUT_NUM_THREADS=4); ignoring it",
+                            text);
+    else
+        pl_note_request(pl_env_threads, "PYLAYOUT_NUM_THREADS");
+}
+
 /* libgomp is not fork-safe: a child forked after the parent's worker threads
  * exist hangs in its first parallel region.  So a forked child runs copies on
  * one thread (it may raise the count again at its own risk). */
+static void pl_team_after_fork(void);
+
 static void pl_after_fork_in_child(void)
 {
-    atomic_store(&pl_num_threads, 1);
+    atomic_store(&pl_explicit, 1);
+    pl_team_checked = 0; /* the forking thread's OpenMP workers are not in the child */
+    pl_team_after_fork();
 }
 
 static void pl_register_fork_handler(void)
@@ -65,45 +181,539 @@ static void pl_register_fork_handler(void)
 }
 
 static pthread_once_t pl_fork_handler_once = PTHREAD_ONCE_INIT;
+
+#if defined(__GNUC__)
+/* Registered when the library loads, not on pylayout's first copy: in a
+ * torch process pylayout shares torch's libgomp.so.1 (one copy per SONAME),
+ * and torch may have started its OpenMP workers long before pylayout copies
+ * anything -- a DataLoader worker forked then must still copy on one
+ * thread.  The pthread_once in _pylayout_threads_setting stays for
+ * compilers without constructors. */
+__attribute__((constructor)) static void pl_threads_at_load(void)
+{
+    pthread_once(&pl_fork_handler_once, pl_register_fork_handler);
+}
 #endif
 
-int _pylayout_copy_threads(void)
+/* ------------------------------------------ threads that can be created */
+
+/* The stack size libgomp gives its threads: OMP_STACKSIZE, else
+ * GOMP_STACKSIZE ("<number>[B|K|M|G]", kilobytes by default), else 0 for
+ * the pthread default, as libgomp does. */
+static size_t pl_omp_stacksize(void)
+{
+    const char *names[] = {"OMP_STACKSIZE", "GOMP_STACKSIZE"};
+    for (int k = 0; k < 2; k++) {
+        const char *text = getenv(names[k]);
+        if (text == NULL)
+            continue;
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (end == text || errno != 0)
+            continue;
+        while (*end == ' ' || *end == '\t')
+            end++;
+        unsigned long long unit = 1024;
+        switch (*end) {
+        case 'b': case 'B': unit = 1; break;
+        case 'k': case 'K': case '\0': unit = 1024; break;
+        case 'm': case 'M': unit = 1024ull << 10; break;
+        case 'g': case 'G': unit = 1024ull << 20; break;
+        default: continue;
+        }
+        return (size_t)(v * unit);
+    }
+    return 0;
+}
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool release;
+} pl_probe_gate;
+
+static void *pl_probe_thread(void *arg)
+{
+    pl_probe_gate *g = arg;
+    pthread_mutex_lock(&g->lock);
+    while (!g->release)
+        pthread_cond_wait(&g->cond, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+/* How many of `want` more threads, with the stack libgomp would give them,
+ * this process can have alive at once right now: it creates them, keeps
+ * them all alive until the last is made, then joins them.  libgomp calls
+ * exit() when it cannot create a thread ("Thread creation failed"), under
+ * RLIMIT_AS, RLIMIT_NPROC or a container's pids limit alike; asking first
+ * turns that into a smaller team.  glibc keeps the joined threads' stacks
+ * for reuse, so libgomp's threads then find theirs already mapped. */
+int _pylayout_threads_creatable(int want)
+{
+    if (want <= 0)
+        return 0;
+    pthread_t *t = malloc((size_t)want * sizeof *t);
+    if (t == NULL)
+        return 0;
+    pl_probe_gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    pthread_attr_t attr;
+    bool attr_ok = pthread_attr_init(&attr) == 0;
+    size_t stack = pl_omp_stacksize();
+    if (attr_ok && stack > 0)
+        (void)pthread_attr_setstacksize(&attr, stack);
+    int made = 0;
+    while (made < want && pthread_create(&t[made], attr_ok ? &attr : NULL, pl_probe_thread, &g) == 0)
+        made++;
+    pthread_mutex_lock(&g.lock);
+    g.release = true;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    for (int k = 0; k < made; k++)
+        pthread_join(t[k], NULL);
+    if (attr_ok)
+        pthread_attr_destroy(&attr);
+    free(t);
+    return made;
+}
+
+/* The largest team up to n that an OpenMP region opened by the calling
+ * thread can have without libgomp failing to create a thread.  libgomp
+ * keeps one pool of workers per thread that opens regions, and reuses
+ * them, so each thread asks once per larger team (and again on every
+ * region while it cannot have the team it wants). */
+static int pl_affordable(int n)
+{
+    if (n <= 1 || n <= pl_team_checked)
+        return n;
+    int have = pl_team_checked > 1 ? pl_team_checked : 1;
+    int team = have + _pylayout_threads_creatable(n - have);
+    pl_team_checked = team;
+    return team;
+}
+
+/* ------------------------------------------------------------- the team */
+
+/* Spin budgets: an idle worker polls for the next job this long before it
+ * sleeps (back-to-back copies from a Python loop come 5-30 us apart; a
+ * sleeping worker takes 10-60 us to wake on the dev VM), and a caller whose
+ * chunks are all claimed polls this long for the others' before it sleeps
+ * and frees its core for them. */
+#define PL_IDLE_SPIN_NS 200000
+#define PL_WAIT_SPIN_NS 20000
+
+/* A copy starts on its caller alone and calls the team only once its pace
+ * says it would take longer than this on one thread: the issue's rule that
+ * copies under about 50 us run on the caller alone, measured rather than
+ * guessed from their size (a 512 x 512 float32 transpose takes 94 us here,
+ * a 724 x 724 one 46 us: power-of-two strides).  A second thread could save
+ * at most half of it on a quiet machine, and on a busy one it may not get a
+ * core in time at all. */
+#define PL_ENGAGE_NS ((int64_t)50000)
+
+/* A worker the kernel stops while it holds a chunk (its time slice ended,
+ * its core is shared with other processes) holds up its caller until it
+ * runs again: 4-12 ms here, far more than a chunk.  When a copy's team made
+ * it slower than its caller alone would have been, copies run on their
+ * callers alone for a while, from PL_ALONE_MIN_NS doubling on every such
+ * copy up to PL_ALONE_MAX_NS, and back to the team after a copy it sped up. */
+#define PL_ALONE_MIN_NS ((int64_t)2000000)
+#define PL_ALONE_MAX_NS ((int64_t)1000000000)
+
+/* Words tagged with the job's generation, so that a thread still holding
+ * an old job's word fails every compare-and-swap on the new one:
+ *   job:      gen (32) | participants (16) | chunks the team runs (16)
+ *   range[i]: gen (32) | first unclaimed chunk (16) | one past the last (16) */
+#define PL_WORD(gen, a, b) (((uint64_t)(gen) << 32) | ((uint64_t)(a) << 16) | (uint64_t)(b))
+#define PL_GEN(w) ((uint32_t)((w) >> 32))
+#define PL_HI16(w) ((int)(((w) >> 16) & 0xffff))
+#define PL_LO16(w) ((int)((w)&0xffff))
+
+static struct {
+    pthread_mutex_t lock;    /* sleeping and waking; creating and stopping */
+    pthread_cond_t work;     /* idle workers sleep here */
+    pthread_cond_t finished; /* a caller waiting for claimed chunks sleeps here */
+    atomic_bool busy;        /* held by the copy whose job the team runs */
+    _Atomic uint64_t job;    /* PL_WORD(gen, participants, chunks) of the current job */
+    atomic_int done;         /* chunks of the current job finished */
+    atomic_int sleepers;     /* workers asleep on `work` */
+    atomic_bool waiting;     /* the caller sleeps on `finished` */
+    atomic_bool stop;        /* the team is to end its region */
+    int size;                /* workers (0: no team); guarded by `busy` */
+    bool started;            /* `service` runs; guarded by `busy` */
+    int64_t alone_until;     /* copies run on their caller alone until then (ns); guarded by `busy` */
+    int64_t penalty;         /* the last such period (ns), 0 after a copy the team sped up */
+    pthread_t service;
+    /* the current job, written before its job word is published */
+    _pylayout_chunk_fn fn;
+    void *ctx;
+    /* Participant p (the caller is 0, worker w is w + 1) starts on chunks
+     * [p * chunks / n, (p + 1) * chunks / n) and claims them from the front;
+     * once its own are gone it takes others' from their back.  Each thread
+     * thus writes one contiguous run of the output, as a static split would
+     * (adjacent chunks share cache lines of dst where its rows are not
+     * line-aligned: interleaving threads chunk by chunk made 2-thread 2 MiB
+     * transposes slower than 1 thread), and the threads meet once per run. */
+    _Atomic uint64_t range[PL_MAX_THREADS];
+} pl_team = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
+
+static void pl_team_after_fork(void)
+{
+    /* None of the team's threads is in the child, and one of them may have
+     * held the lock when the parent forked. */
+    pthread_mutex_init(&pl_team.lock, NULL);
+    pthread_cond_init(&pl_team.work, NULL);
+    pthread_cond_init(&pl_team.finished, NULL);
+    atomic_store(&pl_team.busy, false);
+    atomic_store(&pl_team.sleepers, 0);
+    atomic_store(&pl_team.waiting, false);
+    atomic_store(&pl_team.stop, false);
+    pl_team.size = 0;
+    pl_team.started = false;
+}
+
+static int64_t pl_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void pl_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Runs chunk c of the current job and counts it done; the last one wakes a
+ * caller asleep on it. */
+static void pl_run_chunk(int c, int chunks)
+{
+    /* Until c is counted done, the job and its fn/ctx stay in place: its
+     * caller waits for it. */
+    pl_team.fn(pl_team.ctx, c);
+    if (atomic_fetch_add(&pl_team.done, 1) + 1 == chunks && atomic_load(&pl_team.waiting)) {
+        pthread_mutex_lock(&pl_team.lock);
+        pthread_cond_signal(&pl_team.finished);
+        pthread_mutex_unlock(&pl_team.lock);
+    }
+}
+
+/* Participant `me` of job `gen` (n participants, `chunks` chunks): its own
+ * range from the front, then the others' from their back, until no chunk
+ * of the job is left unclaimed.  Returns how many chunks it ran. */
+static int pl_participate(uint32_t gen, int me, int n, int chunks)
+{
+    int ran = 0;
+    _Atomic uint64_t *own = &pl_team.range[me];
+    uint64_t w = atomic_load_explicit(own, memory_order_acquire);
+    while (PL_GEN(w) == gen && PL_HI16(w) < PL_LO16(w)) {
+        if (atomic_compare_exchange_weak_explicit(own, &w, PL_WORD(gen, PL_HI16(w) + 1, PL_LO16(w)),
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            pl_run_chunk(PL_HI16(w), chunks);
+            ran++;
+            w = atomic_load_explicit(own, memory_order_acquire);
+        }
+    }
+    for (int k = 1; k < n; k++) {
+        _Atomic uint64_t *other = &pl_team.range[(me + k) % n];
+        w = atomic_load_explicit(other, memory_order_acquire);
+        while (PL_GEN(w) == gen && PL_HI16(w) < PL_LO16(w)) {
+            if (atomic_compare_exchange_weak_explicit(other, &w, PL_WORD(gen, PL_HI16(w), PL_LO16(w) - 1),
+                                                      memory_order_acq_rel, memory_order_acquire)) {
+                pl_run_chunk(PL_LO16(w) - 1, chunks);
+                ran++;
+                w = atomic_load_explicit(other, memory_order_acquire);
+            }
+        }
+    }
+    return ran;
+}
+
+/* Worker `index` of the team (participant index + 1 of every job that has
+ * that many participants). */
+static void pl_worker(int index)
+{
+    uint32_t seen = PL_GEN(atomic_load(&pl_team.job));
+    for (;;) {
+        uint64_t w = atomic_load_explicit(&pl_team.job, memory_order_acquire);
+        if (PL_GEN(w) == seen) {
+            /* idle: poll for a while, then sleep */
+            int64_t until = pl_now_ns() + PL_IDLE_SPIN_NS;
+            for (int k = 1; PL_GEN(w) == seen && !atomic_load_explicit(&pl_team.stop, memory_order_relaxed);
+                 k++, w = atomic_load_explicit(&pl_team.job, memory_order_acquire)) {
+                pl_cpu_relax();
+                if (k % 64 != 0)
+                    continue;
+                sched_yield(); /* spin only while nothing else wants this core */
+                if (pl_now_ns() > until) {
+                    pthread_mutex_lock(&pl_team.lock);
+                    atomic_fetch_add(&pl_team.sleepers, 1);
+                    while (PL_GEN(atomic_load(&pl_team.job)) == seen && !atomic_load(&pl_team.stop))
+                        pthread_cond_wait(&pl_team.work, &pl_team.lock);
+                    atomic_fetch_sub(&pl_team.sleepers, 1);
+                    pthread_mutex_unlock(&pl_team.lock);
+                    until = pl_now_ns() + PL_IDLE_SPIN_NS;
+                }
+            }
+            if (atomic_load(&pl_team.stop))
+                return;
+        }
+        seen = PL_GEN(w);
+        if (index + 1 < PL_HI16(w))
+            pl_participate(seen, index + 1, PL_HI16(w), PL_LO16(w));
+    }
+}
+
+static void *pl_team_main(void *arg)
+{
+    int size = (int)(intptr_t)arg;
+    /* libgomp exits the process when it cannot create a thread */
+    size = 1 + _pylayout_threads_creatable(size - 1);
+#pragma omp parallel num_threads(size)
+    pl_worker(omp_get_thread_num());
+    return NULL;
+}
+
+/* Stops the team and joins its service thread.  Holds `busy`. */
+static void pl_team_stop(void)
+{
+    if (!pl_team.started)
+        return;
+    pthread_mutex_lock(&pl_team.lock);
+    atomic_store(&pl_team.stop, true);
+    pthread_cond_broadcast(&pl_team.work);
+    pthread_mutex_unlock(&pl_team.lock);
+    pthread_join(pl_team.service, NULL);
+    atomic_store(&pl_team.stop, false);
+    pl_team.started = false;
+    pl_team.size = 0;
+}
+
+/* A team of at least `workers` threads, started now if need be; false if
+ * no thread can be started.  Holds `busy`. */
+static bool pl_team_ready(int workers)
+{
+    if (pl_team.started && pl_team.size >= workers)
+        return true;
+    pl_team_stop();
+    if (pthread_create(&pl_team.service, NULL, pl_team_main, (void *)(intptr_t)workers) != 0)
+        return false;
+    pl_team.started = true;
+    pl_team.size = workers;
+    return true;
+}
+#endif /* _OPENMP */
+
+int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx)
+{
+    int c = 0, entitled = 1;
+#ifdef _OPENMP
+    if (nchunks > PL_MAX_CHUNKS)
+        nchunks = PL_MAX_CHUNKS; /* callers size chunks below this; never claim past it */
+    if (nthreads > 1 && nchunks > 1)
+        entitled = nthreads < nchunks ? nthreads : nchunks;
+    /* Alone first, until the pace so far says the whole copy takes more than
+     * PL_ENGAGE_NS: a short copy never wakes anyone. */
+    const int64_t t0 = pl_now_ns();
+    int64_t t = t0;
+    while (entitled > 1 && nchunks - c >= 2) {
+        fn(ctx, c++);
+        t = pl_now_ns();
+        if ((t - t0) * nchunks > PL_ENGAGE_NS * c)
+            break;
+    }
+    bool expected = false;
+    if (entitled > 1 && nchunks - c >= 2 &&
+        atomic_compare_exchange_strong_explicit(&pl_team.busy, &expected, true, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        const int left = nchunks - c;
+        const int n = nthreads < left ? nthreads : left; /* participants, the caller included */
+        if (!pl_team_ready(n - 1))
+            entitled = 1;
+        else if (t >= pl_team.alone_until) {
+            const uint32_t gen = PL_GEN(atomic_load(&pl_team.job)) + 1;
+            pl_team.fn = fn;
+            pl_team.ctx = ctx;
+            atomic_store_explicit(&pl_team.done, 0, memory_order_relaxed);
+            for (int p = 0; p < n; p++)
+                atomic_store_explicit(&pl_team.range[p],
+                                      PL_WORD(gen, c + (int64_t)p * left / n, c + (int64_t)(p + 1) * left / n),
+                                      memory_order_relaxed);
+            atomic_store(&pl_team.job, PL_WORD(gen, n, left)); /* publishes the job */
+            if (atomic_load(&pl_team.sleepers) > 0) {
+                pthread_mutex_lock(&pl_team.lock);
+                pthread_cond_broadcast(&pl_team.work);
+                pthread_mutex_unlock(&pl_team.lock);
+            }
+            const int mine = c + pl_participate(gen, 0, n, left);
+            /* Every chunk is claimed; wait for those others run. */
+            const int64_t t1 = pl_now_ns();
+            int64_t until = t1 + PL_WAIT_SPIN_NS;
+            for (int k = 1; atomic_load_explicit(&pl_team.done, memory_order_acquire) < left; k++) {
+                pl_cpu_relax();
+                if (k % 64 != 0)
+                    continue;
+                sched_yield(); /* a worker on this core holding a chunk runs */
+                if (pl_now_ns() > until) {
+                    pthread_mutex_lock(&pl_team.lock);
+                    atomic_store(&pl_team.waiting, true);
+                    while (atomic_load(&pl_team.done) < left)
+                        pthread_cond_wait(&pl_team.finished, &pl_team.lock);
+                    atomic_store(&pl_team.waiting, false);
+                    pthread_mutex_unlock(&pl_team.lock);
+                }
+            }
+            /* Slower than the caller's own pace over the whole copy, by more
+             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS. */
+            const int64_t t2 = pl_now_ns();
+            const int64_t alone = (t1 - t0) * nchunks / mine;
+            if (t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9) {
+                int64_t pen = pl_team.penalty * 2;
+                pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
+                pl_team.alone_until = t2 + pl_team.penalty;
+            } else {
+                pl_team.penalty = 0;
+            }
+            atomic_store_explicit(&pl_team.busy, false, memory_order_release);
+            return entitled;
+        }
+        atomic_store_explicit(&pl_team.busy, false, memory_order_release);
+    }
+#else
+    (void)nthreads;
+#endif
+    for (; c < nchunks; c++)
+        fn(ctx, c);
+    return entitled;
+}
+
+int _pylayout_threads_setting(void)
 {
 #ifdef _OPENMP
-    /* Registered before the first parallel copy can start worker threads. */
-    pthread_once(&pl_fork_handler_once, pl_register_fork_handler);
-    int n = atomic_load_explicit(&pl_num_threads, memory_order_relaxed);
-    if (n == 0) {
-        int expected = 0;
-        int chosen = pl_default_threads();
-        if (atomic_compare_exchange_strong(&pl_num_threads, &expected, chosen))
-            n = chosen;
-        else
-            n = expected; /* someone else set it first */
-    }
-    return n;
+    pthread_once(&pl_fork_handler_once, pl_register_fork_handler); /* normally done at load */
+    int n = atomic_load_explicit(&pl_explicit, memory_order_relaxed);
+    if (n > 0)
+        return n;
+    pthread_once(&pl_env_once, pl_read_env);
+    if (pl_env_threads > 0)
+        return pl_env_threads;
+    if (omp_get_active_level() >= omp_get_max_active_levels())
+        return 1; /* inside an OpenMP region that may not nest */
+    n = omp_get_max_threads();
+    return n < 1 ? 1 : n;
 #else
     return 1;
 #endif
 }
 
-pylayout_status pylayout_set_num_threads(int n)
+int _pylayout_threads_wanted(void)
 {
+    int n = _pylayout_threads_setting();
+    if (n > 1) {
+        int machine = _pylayout_machine_threads();
+        if (n > machine)
+            n = machine;
+    }
+    return n;
+}
+
+int _pylayout_copy_threads(void)
+{
+#ifdef _OPENMP
+    return pl_affordable(_pylayout_threads_wanted());
+#else
+    return 1;
+#endif
+}
+
+/* Copies smaller than this are not even cut into chunks (and timed, see
+ * PL_ENGAGE_NS): on the 2-core dev VM one thread copies 1 MiB in 13-27 us
+ * (memcpy, step-2 gathers, transposes; 94 us for the 512 x 512 float32
+ * transpose, which is 1 MiB), and cutting a copy into chunks costs 0.3-0.8 us
+ * whether or not the team then helps. */
+#define PL_PARALLEL_MIN_BYTES_DEFAULT ((int64_t)1 << 20)
+
+static int64_t pl_parallel_min = -1;
+static pthread_once_t pl_parallel_min_once = PTHREAD_ONCE_INIT;
+
+static void pl_read_parallel_min(void)
+{
+    pl_parallel_min = PL_PARALLEL_MIN_BYTES_DEFAULT;
+    const char *text = getenv("PYLAYOUT_PARALLEL_MIN_BYTES");
+    if (text == NULL || *text == '\0')
+        return;
+    if (!_pylayout_parse_bytes(text, &pl_parallel_min)) {
+        pl_parallel_min = PL_PARALLEL_MIN_BYTES_DEFAULT;
+        _pylayout_warn_once(PL_WARN_PARALLEL_ENV,
+                            "PYLAYOUT_PARALLEL_MIN_BYTES='%.40s' is not a byte count: use a whole number of bytes, "
+                            "optionally with K, M or G (powers of 1024), e.g. 1M; using the default (1M)",
+                            text);
+    }
+}
+
+int64_t _pylayout_parallel_min_bytes(void)
+{
+    pthread_once(&pl_parallel_min_once, pl_read_parallel_min);
+    return pl_parallel_min;
+}
+
+void _pylayout_note_copy_threads(int n) { pl_last_copy_threads = n; }
+
+pylayout_status pylayout_last_copy_threads(int *n_ret)
+{
+    if (n_ret == NULL)
+        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_last_copy_threads: n_ret is NULL");
+    *n_ret = pl_last_copy_threads;
+    return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_set_num_threads_quiet(int n, bool *clamped_first_ret, int *machine_ret)
+{
+    if (clamped_first_ret != NULL)
+        *clamped_first_ret = false;
+    if (machine_ret != NULL)
+        *machine_ret = 1;
     if (n < 1)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT,
                               "pylayout_set_num_threads: n is %d; pass 1 or more threads", n);
     if (n > PL_MAX_THREADS)
         n = PL_MAX_THREADS;
-    atomic_store(&pl_num_threads, n);
+#ifdef _OPENMP
+    pthread_once(&pl_fork_handler_once, pl_register_fork_handler);
+    int machine = _pylayout_machine_threads();
+    if (machine_ret != NULL)
+        *machine_ret = machine;
+    if (n > machine && clamped_first_ret != NULL)
+        *clamped_first_ret = _pylayout_warning_claim(PL_WARN_THREADS_CLAMPED);
+#endif
+    atomic_store(&pl_explicit, n);
     _pylayout_clear_error();
     return PYLAYOUT_OK;
+}
+
+pylayout_status pylayout_set_num_threads(int n)
+{
+    bool first = false;
+    int machine = 1;
+    pylayout_status st = pylayout_set_num_threads_quiet(n, &first, &machine);
+    if (first)
+        fprintf(stderr,
+                "pylayout: warning: pylayout_set_num_threads(%d) asks for more threads than this process can run "
+                "at once here (%d: the CPUs in its affinity mask, at most OMP_THREAD_LIMIT); copies use %d\n",
+                n, machine, machine);
+    return st;
 }
 
 pylayout_status pylayout_get_num_threads(int *n_ret)
 {
     if (n_ret == NULL)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_get_num_threads: n_ret is NULL");
-    *n_ret = _pylayout_copy_threads();
+    *n_ret = _pylayout_threads_setting();
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }

@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,13 @@
 #include <pylayout.h>
 
 #include "check_util.h"
+
+extern char **environ;
+
+/* This executable, for tests that run part of it again in a fresh process:
+ * argv[0] as main got it (not /proc/self/exe, which is valgrind itself when
+ * the suite runs under valgrind). */
+static const char *self_path = "./check_copy";
 
 #define SENTINEL 0xAB
 
@@ -735,6 +743,30 @@ START_TEST(test_threads)
     ck_assert_int_eq(n, openmp ? 3 : 1);
     ck_assert_str_eq(pylayout_last_error(), "");
     expect_error(pylayout_get_num_threads(NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+
+    /* The quiet setter: same setting, nothing printed, the limit reported. */
+    bool clamped = true;
+    int limit = 0;
+    ck_assert_int_eq(pylayout_set_num_threads_quiet(1, &clamped, &limit), PYLAYOUT_OK);
+    ck_assert(!clamped);
+    ck_assert_int_ge(limit, 1);
+    ck_assert_int_eq(pylayout_get_num_threads(&n), PYLAYOUT_OK);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(pylayout_set_num_threads_quiet(1, NULL, NULL), PYLAYOUT_OK);
+    expect_error(pylayout_set_num_threads_quiet(0, &clamped, &limit), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+
+    /* The last copy's threads: 1 at a setting of 1 */
+    int64_t shape[2] = {64, 64};
+    unsigned seed = 3;
+    tens s, d;
+    tens_make(&s, 2, shape, NULL, NULL, NULL, NULL, 4, 0, -1, &seed);
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, 0, 0, &seed);
+    ck_assert_int_eq(pylayout_copy(&s.t, &d.t), PYLAYOUT_OK);
+    ck_assert_int_eq(pylayout_last_copy_threads(&n), PYLAYOUT_OK);
+    ck_assert_int_eq(n, 1);
+    expect_error(pylayout_last_copy_threads(NULL), PYLAYOUT_ERR_INVALID_ARGUMENT, NULL);
+    tens_free(&s);
+    tens_free(&d);
     ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
 }
 END_TEST
@@ -827,6 +859,100 @@ static void random_cases(int threads, void *ctx)
 START_TEST(test_random_vs_reference) { at_1_and_2_threads(random_cases, NULL); }
 END_TEST
 
+/* A thread count above what the machine runs: clamped, warned about once
+ * on stderr, never fatal.  In a fresh process (this executable again, see
+ * main), so that the warning is the first of its kind there. */
+static int clamp_child(void)
+{
+    enum { N = 1024 };
+    float *src = malloc(sizeof(float) * N * N), *dst = malloc(sizeof(float) * N * N);
+    if (src == NULL || dst == NULL)
+        return 2;
+    for (int i = 0; i < N * N; i++)
+        src[i] = (float)i;
+    int64_t shape[2] = {N, N}, sstr[2] = {1, N};
+    DLTensor s = {src, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, sstr, 0};
+    DLTensor d = {dst, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape, NULL, 0};
+    int n = 0;
+    for (int k = 0; k < 3; k++) {
+        if (pylayout_set_num_threads(4096) != PYLAYOUT_OK || pylayout_copy(&s, &d) != PYLAYOUT_OK)
+            return 3;
+        for (int i = 0; i < N; i += 7)
+            for (int j = 0; j < N; j += 5)
+                if (dst[i * N + j] != src[j * N + i])
+                    return 4;
+    }
+    bool openmp = false;
+    const char *simd = NULL;
+    if (pylayout_build_info(&openmp, &simd) != PYLAYOUT_OK)
+        return 5;
+    if (pylayout_get_num_threads(&n) != PYLAYOUT_OK || n != (openmp ? 4096 : 1)) /* the setting, not the clamp */
+        return 6;
+    free(src);
+    free(dst);
+    return 0;
+}
+
+START_TEST(test_threads_clamped_and_warned_once)
+{
+    int fds[2];
+    ck_assert_int_eq(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    char *argv[] = {"check_copy", "--clamp-child", NULL};
+    pid_t pid = 0;
+    ck_assert_int_eq(posix_spawnp(&pid, self_path, &fa, NULL, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    char err[4096];
+    size_t len = 0;
+    ssize_t got;
+    while ((got = read(fds[0], err + len, sizeof err - 1 - len)) > 0)
+        len += (size_t)got;
+    err[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "clamp child failed (status %d): %s", status, err);
+    bool openmp = false;
+    const char *simd = NULL;
+    ck_assert_int_eq(pylayout_build_info(&openmp, &simd), PYLAYOUT_OK);
+    int warnings = 0;
+    for (const char *p = err; (p = strstr(p, "pylayout: warning: pylayout_set_num_threads(4096)")) != NULL; p++)
+        warnings++;
+    ck_assert_msg(warnings == (openmp && sysconf(_SC_NPROCESSORS_ONLN) < 4096 ? 1 : 0), "stderr: %s", err);
+}
+END_TEST
+
+/* The random layouts again with the parallel threshold at 0 (as
+ * PYLAYOUT_PARALLEL_MIN_BYTES=0 sets it, read once per process: so in a
+ * fresh process, this executable again), so that every copy of two or more
+ * units at 2 threads runs through the team's chunks. */
+START_TEST(test_random_parallel_chunks)
+{
+    static char knob[] = "PYLAYOUT_PARALLEL_MIN_BYTES=0";
+    size_t n = 0;
+    while (environ[n] != NULL)
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    ck_assert_ptr_nonnull(env);
+    for (size_t k = 0; k < n; k++)
+        env[k] = environ[k];
+    env[n] = knob;
+    char *argv[] = {"check_copy", "--random-parallel", NULL};
+    pid_t pid = 0;
+    fflush(NULL);
+    ck_assert_int_eq(posix_spawnp(&pid, self_path, NULL, NULL, argv, env), 0);
+    free(env);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "random layouts through the team's chunks failed "
+                  "(status %d; its output is above)", status);
+}
+END_TEST
+
 /* --------------------------------------------------------------- main */
 
 static Suite *copy_suite(void)
@@ -847,8 +973,8 @@ static Suite *copy_suite(void)
           test_error_dst_aliases_src}},
         {"errors_args", {test_error_device, test_error_null_args}},
         {"convert", {test_convert_formats, test_convert_order}},
-        {"threads_info", {test_threads, test_build_info}},
-        {"random", {test_random_vs_reference}},
+        {"threads_info", {test_threads, test_build_info, test_threads_clamped_and_warned_once}},
+        {"random", {test_random_vs_reference, test_random_parallel_chunks}},
     };
     add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
     TCase *tc = tcase_create("element_sizes");
@@ -857,4 +983,19 @@ static Suite *copy_suite(void)
     return s;
 }
 
-int main(void) { return run_suite(copy_suite()); }
+int main(int argc, char **argv)
+{
+    if (argc > 0 && argv[0] != NULL)
+        self_path = argv[0];
+    if (argc == 2 && strcmp(argv[1], "--clamp-child") == 0)
+        return clamp_child();
+    if (argc == 2 && strcmp(argv[1], "--random-parallel") == 0) {
+        Suite *s = suite_create("copy-parallel-chunks");
+        TCase *tc = tcase_create("random");
+        tcase_set_timeout(tc, 300);
+        tcase_add_test(tc, test_random_vs_reference);
+        suite_add_tcase(s, tc);
+        return run_suite(s);
+    }
+    return run_suite(copy_suite());
+}

@@ -12,6 +12,8 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <spawn.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,13 @@
 #include <pylayout.h>
 
 #include "check_util.h"
+
+extern char **environ;
+
+/* This executable, for tests that run part of it again in a fresh process:
+ * argv[0] as main got it (not /proc/self/exe, which is valgrind itself when
+ * the suite runs under valgrind). */
+static const char *self_path = "./check_tensor";
 
 static const DLDataType f32 = {kDLFloat, 32, 1};
 
@@ -1519,6 +1528,56 @@ END_TEST
 
 /* ---------------------------------------------------------------- suite */
 
+/* In a fresh process (so that no explicit limit is in force): the default
+ * limit under RLIMIT_AS = VmSize + 512 MiB is at most an eighth of that
+ * room (the cache's blocks keep address space other allocators may need),
+ * and a released output larger than the limit is not kept.  Exit
+ * status 0 when all holds, else the number of the check that failed. */
+static int cache_rlimit_child(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long pages = 0;
+    if (f == NULL || fscanf(f, "%lld", &pages) != 1)
+        return 2;
+    fclose(f);
+    int64_t vm = pages * sysconf(_SC_PAGESIZE), limit = -1;
+    struct rlimit rl = {(rlim_t)(vm + 512 * MIB), RLIM_INFINITY};
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+        return 3;
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan builds start with the cache off (alloc.c), whatever the limits */
+    return pylayout_cache_info(&limit, NULL) == PYLAYOUT_OK && limit == 0 ? 0 : 4;
+#endif
+    if (pylayout_cache_info(&limit, NULL) != PYLAYOUT_OK || limit <= 0 || limit > 64 * MIB)
+        return 4;
+    pylayout_tensor *a = NULL, *b = NULL;
+    if (try_empty_mib(40, 1.0f, &a) != NULL)
+        return 5;
+    pylayout_tensor_release(a); /* 40 MiB <= the limit: kept */
+    int64_t held = -1;
+    if (pylayout_cache_info(NULL, &held) != PYLAYOUT_OK || held != 40 * MIB)
+        return 6;
+    if (try_empty_mib(80, 1.0f, &b) != NULL)
+        return 7;
+    pylayout_tensor_release(b); /* 80 MiB > the limit: unmapped */
+    if (pylayout_cache_info(NULL, &held) != PYLAYOUT_OK || held != 40 * MIB)
+        return 8;
+    return 0;
+}
+
+START_TEST(test_cache_default_follows_rlimit_as)
+{
+    char *argv[] = {"check_tensor", "--cache-rlimit-child", NULL};
+    pid_t pid = 0;
+    fflush(NULL);
+    ck_assert_int_eq(posix_spawnp(&pid, self_path, NULL, NULL, argv, environ), 0);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "cache limit under RLIMIT_AS: check %d failed",
+                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+END_TEST
+
 static Suite *tensor_suite(void)
 {
     Suite *s = suite_create("tensor");
@@ -1585,6 +1644,11 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, test_cache_threads);
     suite_add_tcase(s, tc);
 
+    tc = tcase_create("cache_limits");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_cache_default_follows_rlimit_as);
+    suite_add_tcase(s, tc);
+
     tc = tcase_create("threads");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_concurrent_retain_release);
@@ -1592,4 +1656,11 @@ static Suite *tensor_suite(void)
     return s;
 }
 
-int main(void) { return run_suite(tensor_suite()); }
+int main(int argc, char **argv)
+{
+    if (argc > 0 && argv[0] != NULL)
+        self_path = argv[0];
+    if (argc == 2 && strcmp(argv[1], "--cache-rlimit-child") == 0)
+        return cache_rlimit_child();
+    return run_suite(tensor_suite());
+}
