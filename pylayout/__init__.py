@@ -81,32 +81,52 @@ __all__ = [
 FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
 
 
-def _carries_tangent(torch, x) -> bool:
+_torch_hooks: "tuple[_Any, ...] | None" = None
+
+
+def _hooks() -> "tuple[_Any, ...] | None":
+    """(torch.Tensor, is_compiling, is_functorch_wrapped_tensor, forward_ad)
+    once torch is imported, else None: looked up once, since every call of a
+    conversion asks (these lookups cost more than the checks)."""
+    global _torch_hooks
+    if _torch_hooks is None:
+        torch = _sys.modules.get("torch")
+        if torch is None:
+            return None
+        import torch.autograd.forward_ad as fwad
+
+        _torch_hooks = (torch.Tensor, torch.compiler.is_compiling, torch._C._functorch.is_functorch_wrapped_tensor,
+                        fwad)
+    return _torch_hooks
+
+
+def _carries_tangent(hooks, x) -> bool:
     """A forward-mode tangent: a dual tensor, or a torch.func transform's wrapper."""
-    if torch._C._functorch.is_functorch_wrapped_tensor(x):
-        return True
-    fwad = _sys.modules.get("torch.autograd.forward_ad")
-    return fwad is not None and fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None
+    _, _, is_wrapped, fwad = hooks
+    return bool(is_wrapped(x)) or (fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None)
 
 
-def _needs_torch_ops(torch, x) -> bool:
+def _needs_torch_ops(hooks, x) -> bool:
     """True for a torch tensor that pylayout.torch handles: its values must
     stay visible to autograd (it requires grad, carries a tangent, or
     torch.compile is tracing), or it lives off the CPU (CUDA, meta, ...),
     where pylayout decides the layout and torch moves the bytes."""
-    return (x.requires_grad or not x.is_cpu or torch.compiler.is_compiling()
-            or _carries_tangent(torch, x))
+    return x.requires_grad or not x.is_cpu or hooks[1]() or _carries_tangent(hooks, x)
 
 
 def _autograd(*xs):
-    """pylayout.torch when any of `xs` is a torch tensor that needs autograd
-    (see _needs_torch_ops), else None: those go through custom ops with
-    backward and forward-mode rules, and torch view ops, that keep the graph."""
-    torch = _sys.modules.get("torch")
-    if torch is None:
+    """pylayout.torch when any of `xs` is a torch tensor that needs it
+    (see _needs_torch_ops, written out here: this runs on every call), else
+    None: those go through custom ops with backward and forward-mode rules,
+    and torch view ops, that keep the graph."""
+    hooks = _torch_hooks or _hooks()
+    if hooks is None:
         return None
+    tensor, is_compiling, is_wrapped, fwad = hooks
     for x in xs:
-        if isinstance(x, torch.Tensor) and _needs_torch_ops(torch, x):
+        if isinstance(x, tensor) and (
+                x.requires_grad or not x.is_cpu or is_compiling() or is_wrapped(x)
+                or (fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None)):
             from . import torch as pltorch
 
             return pltorch
@@ -119,10 +139,10 @@ def _torch_views(x):
     ops on x, sharing its storage and version counter), never a tensor
     rebuilt over x's data pointer, which dangles once x.set_() or x.resize_()
     drops that memory."""
-    torch = _sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor):
+    hooks = _hooks()
+    if hooks is None or not isinstance(x, hooks[0]):
         return None
-    if not _needs_torch_ops(torch, x):  # pylayout.torch resolves these bits, copying: no view then
+    if not _needs_torch_ops(hooks, x):  # pylayout.torch resolves these bits, copying: no view then
         if x.is_conj():
             raise BufferError("the tensor has torch's conjugate bit set, so its memory holds the unconjugated "
                               "values and no view shows the right ones; call x.resolve_conj() first")
@@ -136,11 +156,11 @@ def _torch_views(x):
 
 def _refuse_tangents(what, *xs):
     """A write into memory cannot carry a forward-mode tangent or a graph."""
-    torch = _sys.modules.get("torch")
-    if torch is None:
+    hooks = _hooks()
+    if hooks is None:
         return
     for x in xs:
-        if isinstance(x, torch.Tensor) and _carries_tangent(torch, x):
+        if isinstance(x, hooks[0]) and _carries_tangent(hooks, x):
             raise TypeError(f"{what} writes memory directly, so it cannot carry a forward-mode tangent "
                             "(a torch.func transform or a dual tensor); use torch's own dst.copy_(src) there")
 
