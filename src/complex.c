@@ -15,10 +15,6 @@
 #include "copy_kernels.h"
 #include "internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 
 /* The real dtype of a complex one, or bits == 0 if there is none. */
 static DLDataType real_of(DLDataType c)
@@ -426,6 +422,23 @@ static interleave_fn pick_interleave(bool pack, size_t real_size, const void *z,
 /* Below this many complex elements one thread is faster than waking more. */
 #define PACK_PARALLEL_MIN 65536
 
+typedef struct {
+    interleave_fn fn;
+    void *z, *re, *im;
+    int64_t n, chunk;
+} interleave_job;
+
+static void interleave_chunk(void *ctx, int c)
+{
+    const interleave_job *j = ctx;
+    int64_t k0 = (int64_t)c * j->chunk, k1 = k0 + j->chunk < j->n ? k0 + j->chunk : j->n;
+    j->fn(j->z, j->re, j->im, k0, k1); /* the streaming kernels fence their own stores */
+}
+
+/* On the copy engine's persistent team (threads.c), so packing shares its
+ * rules: the thread count in force, and on a busy CPU the caller never
+ * waits for a worker the kernel has not run.  Chunks are contiguous ranges
+ * on 64-element boundaries: no two threads write the same cache line. */
 static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_t real_size)
 {
     interleave_fn fn = pick_interleave(pack, real_size, zp, n);
@@ -436,20 +449,11 @@ static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_
         fn(zp, rp, ip, 0, n);
         return;
     }
-#ifdef _OPENMP
-#pragma omp parallel num_threads(nthreads)
-    {
-        /* Contiguous ranges, split on 64-element boundaries: no two threads
-         * write the same cache line. */
-        int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t chunk = ((n + nt - 1) / nt + 63) & ~(int64_t)63;
-        int64_t k0 = (int64_t)t * chunk, k1 = k0 + chunk < n ? k0 + chunk : n;
-        if (k0 < k1)
-            fn(zp, rp, ip, k0, k1);
-    }
-#else
-    fn(zp, rp, ip, 0, n);
-#endif
+    int64_t chunk = PACK_PARALLEL_MIN / 4;
+    if ((n + chunk - 1) / chunk > PL_MAX_CHUNKS)
+        chunk = ((n + PL_MAX_CHUNKS - 1) / PL_MAX_CHUNKS + 63) & ~(int64_t)63;
+    interleave_job job = {fn, zp, rp, ip, n, chunk};
+    _pylayout_parallel_for((int)((n + chunk - 1) / chunk), nthreads, interleave_chunk, &job);
 }
 
 static int64_t count(const DLTensor *t)
