@@ -290,6 +290,21 @@ static PyObject *wrap_tensor(core_state *state, pylayout_tensor *t)
     return (PyObject *)self;
 }
 
+/* A new Tensor owning the producer's managed tensor m (ownership is
+ * stolen: m's deleter runs on every failure path, as the DLPack spec and the
+ * exchange API ask). */
+static PyObject *wrap_managed(core_state *state, DLManagedTensorVersioned *m)
+{
+    pylayout_tensor *t;
+    pylayout_status st = pylayout_tensor_from_versioned(m, &t);
+    if (st != PYLAYOUT_OK) {
+        if (m->deleter)
+            m->deleter(m);
+        return raise_status(st);
+    }
+    return wrap_tensor(state, t);
+}
+
 static void Tensor_dealloc(PyObject *op)
 {
     TensorObject *self = (TensorObject *)op;
@@ -931,14 +946,7 @@ static PyObject *import_tensor(core_state *state, PyObject *x, PyObject *copy)
             return NULL;
         if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
             return info.is_torch ? (torch_refused(x), NULL) : exchange_refused(x);
-        pylayout_tensor *t;
-        pylayout_status st = pylayout_tensor_from_versioned(m, &t);
-        if (st != PYLAYOUT_OK) {
-            if (m->deleter)
-                m->deleter(m);
-            return raise_status(st);
-        }
-        return wrap_tensor(state, t);
+        return wrap_managed(state, m);
     }
     PyObject *capsule = call_dlpack(state, x, copy);
     if (!capsule)
@@ -989,19 +997,11 @@ static int operand_take(core_state *state, PyObject *obj, operand *op)
         op->is_torch = info.is_torch;
         if (!info.is_torch) { /* others keep their memory with their export: hold it for flags and lifetime */
             DLManagedTensorVersioned *m = NULL;
-            pylayout_tensor *t;
             if (info.api->managed_tensor_from_py_object_no_sync(obj, &m) != 0) {
                 exchange_refused(obj);
                 return -1;
             }
-            pylayout_status st = pylayout_tensor_from_versioned(m, &t);
-            if (st != PYLAYOUT_OK) {
-                if (m->deleter)
-                    m->deleter(m);
-                raise_status(st);
-                return -1;
-            }
-            if (!(op->held = wrap_tensor(state, t)))
+            if (!(op->held = wrap_managed(state, m)))
                 return -1;
             op->flags = ((TensorObject *)op->held)->flags;
         }
@@ -1423,7 +1423,6 @@ static int api_from_py(void *py_object, DLManagedTensorVersioned **out)
 static int api_to_py(DLManagedTensorVersioned *m, void **out)
 {
     core_state *state = find_state();
-    pylayout_tensor *t;
     if (!state) { /* ownership was handed to us: the deleter runs on every failure */
         PyObject *exc = PyErr_GetRaisedException_compat(); /* a deleter may run Python */
         if (m && m->deleter)
@@ -1431,14 +1430,7 @@ static int api_to_py(DLManagedTensorVersioned *m, void **out)
         PyErr_SetRaisedException_compat(exc);
         return -1;
     }
-    pylayout_status st = pylayout_tensor_from_versioned(m, &t);
-    if (st != PYLAYOUT_OK) {
-        if (m->deleter)
-            m->deleter(m);
-        raise_status(st);
-        return -1;
-    }
-    *out = wrap_tensor(state, t);
+    *out = wrap_managed(state, m);
     return *out ? 0 : -1;
 }
 
@@ -1542,32 +1534,39 @@ static PyObject *mod_is_contiguous(PyObject *module, PyObject *args, PyObject *k
     return res;
 }
 
-static PyObject *mod_suggest_format(PyObject *module, PyObject *x)
+/* A metadata query of x: `answer` computes the result from its DLTensor
+ * (no memory is read, so Python may run afterwards). */
+static PyObject *query(PyObject *module, PyObject *x, PyObject *(*answer)(const DLTensor *))
 {
     operand op = {.held = NULL};
-    PyObject *res = NULL;
     const DLTensor *dl = query_operand(get_state(module), x, &op);
-    if (dl) {
-        pylayout_format fmt;
-        pylayout_status st = pylayout_suggest_format(dl, &fmt);
-        res = st != PYLAYOUT_OK ? raise_status(st) : PyUnicode_FromString(format_name(fmt));
-    }
+    PyObject *res = dl ? answer(dl) : NULL;
     operand_release(&op);
     return res;
 }
 
+static PyObject *suggest_format_of(const DLTensor *dl)
+{
+    pylayout_format fmt;
+    pylayout_status st = pylayout_suggest_format(dl, &fmt);
+    return st != PYLAYOUT_OK ? raise_status(st) : PyUnicode_FromString(format_name(fmt));
+}
+
+static PyObject *mod_suggest_format(PyObject *module, PyObject *x)
+{
+    return query(module, x, suggest_format_of);
+}
+
+static PyObject *is_dense_of(const DLTensor *dl)
+{
+    bool result = false;
+    pylayout_status st = pylayout_is_dense(dl, &result);
+    return st != PYLAYOUT_OK ? raise_status(st) : PyBool_FromLong(result);
+}
+
 static PyObject *mod_is_dense(PyObject *module, PyObject *x)
 {
-    operand op = {.held = NULL};
-    PyObject *res = NULL;
-    const DLTensor *dl = query_operand(get_state(module), x, &op);
-    if (dl) {
-        bool result = false;
-        pylayout_status st = pylayout_is_dense(dl, &result);
-        res = st != PYLAYOUT_OK ? raise_status(st) : PyBool_FromLong(result);
-    }
-    operand_release(&op);
-    return res;
+    return query(module, x, is_dense_of);
 }
 
 /* Reads a sequence of ints.  A snapshot (a tuple) is taken first: an item's
@@ -2054,14 +2053,10 @@ done:
 /* The real strides that view x as complex without moving memory (pylayout's
  * rule, for torch's view ops to apply: twice the complex view's strides,
  * then 1), or a str saying why no view exists.  Metadata only. */
-static PyObject *mod_complex_view_strides(PyObject *module, PyObject *x)
+static PyObject *complex_view_strides_of(const DLTensor *dl)
 {
-    operand op = {.held = NULL};
     PyObject *res = NULL;
     pylayout_tensor *t = NULL, *v = NULL;
-    const DLTensor *dl = query_operand(get_state(module), x, &op);
-    if (!dl)
-        goto done;
     pylayout_status st = pylayout_tensor_borrow(dl, 0, &t);
     if (st == PYLAYOUT_OK)
         st = pylayout_view_as_complex(t, &v);
@@ -2078,27 +2073,28 @@ static PyObject *mod_complex_view_strides(PyObject *module, PyObject *x)
         strides[vd->ndim] = 1;
         res = int64_tuple(strides, vd->ndim + 1);
     }
-done:
     pylayout_tensor_release(v); /* borrowed memory: no deleter, no Python */
     pylayout_tensor_release(t);
-    operand_release(&op);
     return res;
+}
+
+static PyObject *mod_complex_view_strides(PyObject *module, PyObject *x)
+{
+    return query(module, x, complex_view_strides_of);
 }
 
 /* The strides of x with its size-1 dims' strides canonical
  * (pylayout_canonical_strides).  Metadata only. */
+static PyObject *canonical_strides_of(const DLTensor *dl)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = pylayout_canonical_strides(dl, strides);
+    return st != PYLAYOUT_OK ? raise_status(st) : int64_tuple(strides, dl->ndim);
+}
+
 static PyObject *mod_canonical_strides(PyObject *module, PyObject *x)
 {
-    operand op = {.held = NULL};
-    PyObject *res = NULL;
-    const DLTensor *dl = query_operand(get_state(module), x, &op);
-    if (dl) {
-        int64_t strides[PYLAYOUT_MAX_NDIM];
-        pylayout_status st = pylayout_canonical_strides(dl, strides);
-        res = st != PYLAYOUT_OK ? raise_status(st) : int64_tuple(strides, dl->ndim);
-    }
-    operand_release(&op);
-    return res;
+    return query(module, x, canonical_strides_of);
 }
 
 /* The strides pylayout gives a dense tensor of `shape` in a format or a dim

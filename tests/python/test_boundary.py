@@ -49,14 +49,6 @@ def in_child(code: str) -> str:
     return proc.stdout
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch", reason="torch is the oracle for these cases (CI installs it)")
-
-
-@pytest.fixture
-def np():
-    return pytest.importorskip("numpy", reason="NumPy is the oracle for these cases (CI installs it)")
 
 
 # ------------------------------------------------- rule 1: operands, then memory

@@ -9,14 +9,6 @@ import pylayout as pl
 from conftest import same_bits, torch_layouts
 
 
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch", reason="torch is the oracle (CI installs it)")
-
-
-@pytest.fixture
-def np():
-    return pytest.importorskip("numpy", reason="NumPy is the oracle (CI installs it)")
 
 
 def test_memory_format_keyword(torch):
