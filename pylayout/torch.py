@@ -430,7 +430,8 @@ def view_as_complex(x: torch.Tensor, *, copy: bool | None = None) -> torch.Tenso
         return torch.view_as_complex(_convert(x, "format", "contiguous"))  # the op always copies
     if isinstance(strides, str):
         if copy is False:
-            raise ValueError(f"no complex view exists: {strides}; pass copy=None to pack a copy")
+            advice = "" if "copy=None" in strides else "; pass copy=None to pack a copy"
+            raise ValueError(f"no complex view exists: {strides}{advice}")
         # a fresh contiguous copy: contiguous(x) would return x itself when
         # only its (odd) storage offset forbids the view
         return torch.view_as_complex(_convert(x, "format", "contiguous"))
