@@ -60,7 +60,15 @@ if [ "${#sources[@]}" -eq 0 ]; then
     exit 2
 fi
 
-common=(-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -Isrc -DPYLAYOUT_STATIC
+# pylayout/version.h is generated from meson.build's project version (see
+# include/pylayout/meson.build); this build makes it the same way.
+version=$(sed -n "s/^ *version: *'\([0-9]*\.[0-9]*\.[0-9]*\)'.*/\1/p" meson.build | head -n 1)
+IFS=. read -r v_major v_minor v_patch <<<"$version"
+mkdir -p "$OUT/include/pylayout"
+sed -e "s/@MAJOR@/$v_major/" -e "s/@MINOR@/$v_minor/" -e "s/@PATCH@/$v_patch/" -e "s/@VERSION@/$version/" \
+    include/pylayout/version.h.in >"$OUT/include/pylayout/version.h"
+
+common=(-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -I"$OUT/include" -Isrc -DPYLAYOUT_STATIC
         -fno-sanitize-recover=undefined -Wno-unused-command-line-argument)
 read -r -a extra_cflags <<<"${PL_FUZZ_CFLAGS:-}"
 bin="$OUT/fuzz_copy"

@@ -108,7 +108,10 @@ def render(html, tmp_path, name, size=(700, 420)):
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
            f"--user-data-dir={tmp_path / 'chromium-profile'}", f"--window-size={size[0]},{size[1]}",
            f"--screenshot={png}", page.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    # Chromium is not ours to sanitize: under the ASan run (.ci/reliability.sh)
+    # the preloaded runtime must not reach it, or it hangs.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "ASAN_", "UBSAN_"))}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0 and png.is_file(), proc.stderr[-2000:]
     return png.read_bytes()
 
