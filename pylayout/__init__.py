@@ -106,19 +106,12 @@ def _carries_tangent(hooks, x) -> bool:
     return bool(is_wrapped(x)) or (fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None)
 
 
-def _needs_torch_ops(hooks, x) -> bool:
-    """True for a torch tensor that pylayout.torch handles: its values must
-    stay visible to autograd (it requires grad, carries a tangent, or
-    torch.compile is tracing), or it lives off the CPU (CUDA, meta, ...),
-    where pylayout decides the layout and torch moves the bytes."""
-    return x.requires_grad or not x.is_cpu or hooks[1]() or _carries_tangent(hooks, x)
-
-
 def _autograd(*xs):
-    """pylayout.torch when any of `xs` is a torch tensor that needs it
-    (see _needs_torch_ops, written out here: this runs on every call), else
-    None: those go through custom ops with backward and forward-mode rules,
-    and torch view ops, that keep the graph."""
+    """pylayout.torch when any of `xs` is a torch tensor that it handles, else
+    None: one whose values must stay visible to autograd (it requires grad,
+    carries a forward-mode tangent, or torch.compile is tracing), or that
+    lives off the CPU (CUDA, meta, ...), where pylayout decides the layout and
+    torch moves the bytes.  Written out in one expression: it runs on every call."""
     hooks = _torch_hooks or _hooks()
     if hooks is None:
         return None
@@ -142,7 +135,7 @@ def _torch_views(x):
     hooks = _hooks()
     if hooks is None or not isinstance(x, hooks[0]):
         return None
-    if not _needs_torch_ops(hooks, x):  # pylayout.torch resolves these bits, copying: no view then
+    if _autograd(x) is None:  # pylayout.torch resolves these bits, copying: no view then
         if x.is_conj():
             raise BufferError("the tensor has torch's conjugate bit set, so its memory holds the unconjugated "
                               "values and no view shows the right ones; call x.resolve_conj() first")

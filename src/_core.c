@@ -1941,9 +1941,8 @@ static PyObject *mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
     const DLTensor *dre = re.dl, *dim = im.dl, *dout;
     if (!has_out) {
         DLDataType ct;
-        if (pylayout_complex_dtype(dre->dtype, &ct) != PYLAYOUT_OK) {
-            PyErr_Format(PyExc_TypeError, "re must be float16, float32 or float64, got %s",
-                         dtype_name_or(dre->dtype, "an unsupported dtype"));
+        if ((st = pylayout_complex_dtype(dre->dtype, &ct)) != PYLAYOUT_OK) {
+            raise_operand_status(st); /* the core's message: which dtypes pair */
             goto done;
         }
         if (check_host(dre, "re") < 0)
@@ -2013,9 +2012,8 @@ static PyObject *mod_unpack_complex(PyObject *module, PyObject *args, PyObject *
         goto done; /* phase 2 from the last call on */
     const DLTensor *dz = z.dl;
     DLDataType rt;
-    if (pylayout_real_dtype(dz->dtype, &rt) != PYLAYOUT_OK) {
-        PyErr_Format(PyExc_TypeError, "z must be complex32, complex64 or complex128, got %s",
-                     dtype_name_or(dz->dtype, "an unsupported dtype"));
+    if ((st = pylayout_real_dtype(dz->dtype, &rt)) != PYLAYOUT_OK) {
+        raise_operand_status(st);
         goto done;
     }
     if (check_host(dz, "z") < 0)
