@@ -507,6 +507,7 @@ def test_concurrent_conversions():
     assert all(c > 0 for c in counts), counts
 
 
+@pytest.mark.slow
 def test_gil_released_during_copy():
     """While one thread is inside a long copy, another runs Python code."""
     a = np.ones((2048, 4096), np.float32)  # 32 MiB transpose: tens of ms
