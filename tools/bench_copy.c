@@ -4,11 +4,10 @@
  * definition for memcpy), best of N runs; "ratio" = pylayout / memcpy at the
  * same thread count.  memcpy with 2 threads splits the buffer in halves.
  *
- * Build (after `meson setup build && ninja -C build`):
- *   cc -std=c11 -O2 -fopenmp -Iinclude tools/bench_copy.c -Lbuild/src -lpylayout \
- *      -Wl,-rpath,$PWD/build/src -o bench_copy
- * Run:  ./bench_copy [runs]          (default 7 runs per figure)
- *       ./bench_copy threshold       (1 vs 2 threads for small copies)
+ * Built by meson as a benchmark (tools/meson.build):
+ *   meson test -C build --benchmark                 both figures below
+ *   build/tools/bench_copy [runs]                   (default 7 runs per figure)
+ *   build/tools/bench_copy threshold                (1 vs 2 threads for small copies)
  */
 #define _POSIX_C_SOURCE 200809L
 
