@@ -11,14 +11,15 @@
 # outside it, results checked against a naive odometer reference, and failed
 # calls checked to leave every byte untouched.
 #
-# Build: clang -fsanitize=fuzzer,address,undefined over the core sources
-# listed in src/meson.build (core_sources, read here at build time, so new
-# source files need no change to this script), without OpenMP (the core
-# compiles serially without it; clang's libomp is often not installed).
-# If clang cannot link libFuzzer (no libclang-rt-*-dev), the same harness is
-# compiled with -DPL_FUZZ_STANDALONE into a driver that replays the corpus
-# and then feeds random inputs for the same time: weaker, but CI still fuzzes.
-#
+# Build: meson, in $PL_FUZZ_BUILD/meson, with -Dfuzz=enabled (meson.options):
+# the core library built once (src/meson.build) instrumented for coverage,
+# ASan + UBSan over everything, tests/fuzz/meson.build linking the harness.
+# Without OpenMP (the core compiles serially without it; clang's libomp is
+# often not installed).  If the compiler cannot link libFuzzer (gcc, or no
+# libclang-rt-*-dev), meson builds the harness with -DPL_FUZZ_STANDALONE into
+# a driver that replays the corpus and then feeds random inputs for the same
+# time: weaker, but CI still fuzzes.  --standalone builds it with gcc.
+
 # Time is split over the SIMD kernel paths: 1/2 with the best one the CPU
 # has (avx512 or avx2 on x86-64), 1/6 each with PYLAYOUT_SIMD=avx2, =sse2
 # and =scalar.
@@ -27,10 +28,10 @@
 # a scratch corpus in $PL_FUZZ_BUILD/corpus (default build-fuzz/corpus) that
 # grows across runs.  A finding stops the run with exit status 1 and leaves
 # the input in build-fuzz/artifacts/; reproduce it with
-#     build-fuzz/fuzz_copy build-fuzz/artifacts/crash-...
+#     build-fuzz/meson-clang/tests/fuzz/fuzz_copy build-fuzz/artifacts/crash-...
 # and, once fixed, add it to tests/fuzz/corpus (name it after the bug).
 # To refresh the seed corpus after long runs (keep it under 200 KB):
-#     build-fuzz/fuzz_copy -merge=1 /tmp/newseeds tests/fuzz/corpus build-fuzz/corpus
+#     build-fuzz/meson-clang/tests/fuzz/fuzz_copy -merge=1 /tmp/newseeds tests/fuzz/corpus build-fuzz/corpus
 #
 # Environment: CC_FUZZ (default clang), PL_FUZZ_BUILD (default build-fuzz),
 # PL_FUZZ_JOBS (parallel libFuzzer workers for long runs, default 1),
@@ -52,37 +53,29 @@ CC=${CC_FUZZ:-clang}
 JOBS=${PL_FUZZ_JOBS:-1}
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
 
-# The core sources, as src/meson.build lists them.
-mapfile -t sources < <(sed -n '/^core_sources *= *files(/,/)/p' src/meson.build | grep -o "'[^']*\.c'" | tr -d "'" |
-    sed 's|^|src/|')
-if [ "${#sources[@]}" -eq 0 ]; then
-    echo "run.sh: no core_sources found in src/meson.build" >&2
-    exit 2
+if [ "$standalone" = 1 ]; then
+    CC=${CC_FUZZ:-gcc}
+    BUILD="$OUT/meson-standalone"
+else
+    command -v "$CC" >/dev/null || { echo "run.sh: $CC not found, falling back to gcc and the standalone driver"; CC=gcc; }
+    BUILD="$OUT/meson-$(basename "$CC")"
 fi
-
-# pylayout/version.h is generated from meson.build's project version (see
-# include/pylayout/meson.build); this build makes it the same way.
-version=$(sed -n "s/^ *version: *'\([0-9]*\.[0-9]*\.[0-9]*\)'.*/\1/p" meson.build | head -n 1)
-IFS=. read -r v_major v_minor v_patch <<<"$version"
-mkdir -p "$OUT/include/pylayout"
-sed -e "s/@MAJOR@/$v_major/" -e "s/@MINOR@/$v_minor/" -e "s/@PATCH@/$v_patch/" -e "s/@VERSION@/$version/" \
-    include/pylayout/version.h.in >"$OUT/include/pylayout/version.h"
-
-common=(-std=c11 -g -O1 -fno-omit-frame-pointer -Iinclude -I"$OUT/include" -Isrc -DPYLAYOUT_STATIC
-        -fno-sanitize-recover=undefined -Wno-unused-command-line-argument)
-read -r -a extra_cflags <<<"${PL_FUZZ_CFLAGS:-}"
-bin="$OUT/fuzz_copy"
-if [ "$standalone" = 0 ] && "$CC" "${common[@]}" -fsanitize=fuzzer,address,undefined \
-        tests/fuzz/fuzz_copy.c "${sources[@]}" ${extra_cflags[@]+"${extra_cflags[@]}"} -o "$bin" 2>"$OUT/build.log"; then
+setup=(-Dfuzz=enabled -Dpython=disabled -Dtests=disabled -Dinstall_c_library=false -Dopenmp=disabled
+       -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
+       "-Dc_args=-fno-omit-frame-pointer -fno-sanitize-recover=undefined ${PL_FUZZ_CFLAGS:-}")
+if [ -f "$BUILD/build.ninja" ]; then
+    CC=$CC meson setup --reconfigure "$BUILD" "${setup[@]}" >"$OUT/build.log" 2>&1
+else
+    CC=$CC meson setup "$BUILD" "${setup[@]}" >"$OUT/build.log" 2>&1
+fi || { tail -20 "$OUT/build.log"; exit 2; }
+meson compile -C "$BUILD" fuzz_copy >>"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 2; }
+bin="$BUILD/tests/fuzz/fuzz_copy"
+if nm "$bin" 2>/dev/null | grep LLVMFuzzerRunDriver >/dev/null; then  # no -q: pipefail would see nm's SIGPIPE
     mode=libfuzzer
 else
-    [ "$standalone" = 1 ] || { echo "run.sh: libFuzzer build failed, falling back to the standalone driver:"; tail -5 "$OUT/build.log"; }
-    command -v "$CC" >/dev/null || CC=cc
-    "$CC" "${common[@]}" -fsanitize=address,undefined -DPL_FUZZ_STANDALONE \
-        tests/fuzz/fuzz_copy.c "${sources[@]}" ${extra_cflags[@]+"${extra_cflags[@]}"} -o "$bin"
     mode=standalone
 fi
-echo "run.sh: built $bin ($mode, $CC, ${#sources[@]} core sources), fuzzing for ${total}s"
+echo "run.sh: built $bin ($mode, $CC, meson -Dfuzz=enabled), fuzzing for ${total}s"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
