@@ -137,15 +137,11 @@ END_TEST
 
 static Suite *abi_suite(void)
 {
-    Suite *s = suite_create("abi");
-    TCase *tc = tcase_create("dlpack_header");
-    tcase_add_test(tc, test_tables_identical);
-    tcase_add_test(tc, test_exact_types);
-    tcase_add_test(tc, test_known_values);
-    tcase_add_test(tc, test_versions_and_flags);
-    tcase_add_test(tc, test_official_header_first);
-    suite_add_tcase(s, tc);
-    return s;
+    const tcase_spec cases[] = {
+        TCASE("dlpack_header", TEST(test_tables_identical), TEST(test_exact_types), TEST(test_known_values),
+              TEST(test_versions_and_flags), TEST(test_official_header_first)),
+    };
+    return SUITE_OF("abi", cases, 0);
 }
 
 int main(void) { return run_suite(abi_suite()); }

@@ -37,16 +37,7 @@ static _Alignas(64) unsigned char arena[1 << 16];
 
 static DLTensor desc(void *data, int32_t ndim, int64_t *shape, int64_t *strides, DLDataType dt, uint64_t off)
 {
-    DLTensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.device.device_type = kDLCPU;
-    t.ndim = ndim;
-    t.shape = shape;
-    t.strides = strides;
-    t.dtype = dt;
-    t.byte_offset = off;
-    return t;
+    return dl_make(data, ndim, shape, strides, dt, off);
 }
 
 static pylayout_tensor *borrow_flags(DLTensor t, uint64_t flags)
@@ -713,45 +704,28 @@ typedef struct lay {
     size_t span;        /* bytes the buffer must hold */
 } lay;
 
-static unsigned rnd(unsigned *s, unsigned n)
-{
-    return (unsigned)(rand_r(s) % n);
-}
-
 /* A random layout of `shape` for elements of `isz` bytes: dims in a random
  * order, padded by steps, some flipped (negative) and, if allow_zero, some
  * broadcast (stride 0); element 0 placed so that every element is inside. */
 static void random_layout(lay *l, int32_t ndim, const int64_t *shape, size_t isz, bool allow_zero, unsigned *s)
 {
-    int perm[5];
-    for (int d = 0; d < ndim; d++)
-        perm[d] = d;
-    for (int d = ndim - 1; d > 0; d--) {
-        int j = (int)rnd(s, (unsigned)d + 1), tmp = perm[d];
-        perm[d] = perm[j];
-        perm[j] = tmp;
+    int perm[5], steps[5], flip[5], zero[5];
+    int64_t spacing = 1 + test_rand(s, 2); /* 2: every element one apart from the next */
+    random_perm(perm, ndim, s);
+    for (int d = 0; d < ndim; d++) {
+        zero[d] = allow_zero && test_rand(s, 6) == 0;
+        steps[d] = test_rand(s, 3) == 0 ? 2 + (int)test_rand(s, 2) : 1;
+        flip[d] = test_rand(s, 5) == 0;
     }
     l->ndim = ndim;
-    int64_t acc = 1 + rnd(s, 2), lo = 0, hi = 0;
-    for (int p = ndim - 1; p >= 0; p--) {
-        int d = perm[p];
-        l->shape[d] = shape[d];
-        if (allow_zero && rnd(s, 6) == 0) {
-            l->strides[d] = 0;
-            continue;
-        }
-        int step = rnd(s, 3) == 0 ? 2 + (int)rnd(s, 2) : 1;
-        l->strides[d] = acc * step * (rnd(s, 5) == 0 ? -1 : 1);
-        acc *= (shape[d] > 1 ? shape[d] : 1) * step;
-    }
-    for (int d = 0; d < ndim; d++) {
-        int64_t reach = (shape[d] > 0 ? shape[d] - 1 : 0) * l->strides[d];
-        if (reach < 0)
-            lo += reach;
-        else
-            hi += reach;
-    }
-    size_t pad = rnd(s, 3);
+    memcpy(l->shape, shape, (size_t)ndim * sizeof *shape);
+    int64_t lo, hi;
+    layout_strides(ndim, shape, perm, steps, flip, zero, l->strides, &lo, &hi);
+    for (int d = 0; d < ndim; d++)
+        l->strides[d] *= spacing;
+    lo *= spacing;
+    hi *= spacing;
+    size_t pad = test_rand(s, 3);
     l->off = (uint64_t)((size_t)(-lo) + pad) * isz;
     l->span = l->off + (size_t)(hi + 1) * isz + 2 * isz;
 }
@@ -762,23 +736,13 @@ static void dense_layout(lay *l, int32_t ndim, const int64_t *shape, size_t isz,
 {
     unsigned s = seed;
     int perm[5];
-    for (int d = 0; d < ndim; d++)
-        perm[d] = d;
-    for (int d = ndim - 1; d > 0; d--) {
-        int j = (int)rnd(&s, (unsigned)d + 1), tmp = perm[d];
-        perm[d] = perm[j];
-        perm[j] = tmp;
-    }
+    random_perm(perm, ndim, &s);
     l->ndim = ndim;
-    int64_t acc = 1;
-    for (int p = ndim - 1; p >= 0; p--) {
-        int d = perm[p];
-        l->shape[d] = shape[d];
-        l->strides[d] = acc;
-        acc *= shape[d] > 1 ? shape[d] : 1;
-    }
+    memcpy(l->shape, shape, (size_t)ndim * sizeof *shape);
+    int64_t lo, hi;
+    layout_strides(ndim, shape, perm, NULL, NULL, NULL, l->strides, &lo, &hi);
     l->off = 0;
-    l->span = (size_t)acc * isz;
+    l->span = (size_t)(hi + 1) * isz;
 }
 
 static unsigned char *alloc_filled(size_t n, int byte, unsigned *s)
@@ -798,16 +762,6 @@ static int64_t offset_of(const lay *l, const int64_t *idx)
     return o;
 }
 
-static bool next_index(int64_t *idx, int32_t ndim, const int64_t *shape)
-{
-    for (int d = ndim - 1; d >= 0; d--) {
-        if (++idx[d] < shape[d])
-            return true;
-        idx[d] = 0;
-    }
-    return false;
-}
-
 static int64_t numel(int32_t ndim, const int64_t *shape)
 {
     int64_t n = 1;
@@ -820,7 +774,7 @@ static int64_t numel(int32_t ndim, const int64_t *shape)
  * loop over the whole destination buffers. */
 static void random_case(unsigned *s, int32_t ndim, const int64_t *shape, bool same_dense)
 {
-    DLDataType rt = REALS[rnd(s, 3)], ct = complex_of(rt);
+    DLDataType rt = REALS[test_rand(s, 3)], ct = complex_of(rt);
     size_t isz = rt.bits / 8;
     lay lz, lr, li;
     if (same_dense) {
@@ -900,11 +854,11 @@ START_TEST(test_random_vs_naive)
 {
     unsigned s = 12345;
     for (int it = 0; it < 4000; it++) {
-        int32_t ndim = (int32_t)rnd(&s, 5);
+        int32_t ndim = (int32_t)test_rand(&s, 5);
         int64_t shape[5];
         for (int d = 0; d < ndim; d++)
-            shape[d] = rnd(&s, 25) == 0 ? 0 : 1 + rnd(&s, 5);
-        random_case(&s, ndim, shape, rnd(&s, 4) == 0);
+            shape[d] = test_rand(&s, 25) == 0 ? 0 : 1 + test_rand(&s, 5);
+        random_case(&s, ndim, shape, test_rand(&s, 4) == 0);
     }
 }
 END_TEST
@@ -988,18 +942,17 @@ END_TEST
 
 static Suite *complex_suite(void)
 {
-    Suite *s = suite_create("complex");
     const tcase_spec cases[] = {
-        {"view_as_complex", {test_view_as_complex_layouts, test_view_as_complex_empty_and_negative,
-                             test_view_as_complex_flags_and_device, test_view_as_complex_errors}},
-        {"view_as_real", {test_view_as_real, test_view_as_real_errors}},
-        {"canonical", {test_canonical_strides, test_canonical_strides_errors,
-                       test_canonical_strides_even_outside_broadcast_dim}},
-        {"pack", {test_pack_small_exact, test_pack_errors_write_nothing, test_unpack_errors_write_nothing}},
-        {"random", {test_random_vs_naive, test_large_parallel, test_pack_streaming_large}},
+        TCASE("view_as_complex", TEST(test_view_as_complex_layouts), TEST(test_view_as_complex_empty_and_negative),
+              TEST(test_view_as_complex_flags_and_device), TEST(test_view_as_complex_errors)),
+        TCASE("view_as_real", TEST(test_view_as_real), TEST(test_view_as_real_errors)),
+        TCASE("canonical", TEST(test_canonical_strides), TEST(test_canonical_strides_errors),
+              TEST(test_canonical_strides_even_outside_broadcast_dim)),
+        TCASE("pack", TEST(test_pack_small_exact), TEST(test_pack_errors_write_nothing),
+              TEST(test_unpack_errors_write_nothing)),
+        TCASE("random", TEST(test_random_vs_naive), TEST(test_large_parallel), TEST(test_pack_streaming_large)),
     };
-    add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
-    return s;
+    return SUITE_OF("complex", cases, 300);
 }
 
 int main(void) { return run_suite(complex_suite()); }

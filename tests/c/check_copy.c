@@ -59,39 +59,16 @@ static void tens_make(tens *x, int ndim, const int64_t *shape, const int *perm, 
                       const int *flip, const int *zero, size_t itemsize, size_t misalign, int fill,
                       unsigned *seed)
 {
-    int64_t acc = 1, lo = 0, hi = 0;
+    int64_t lo = 0, hi = 0;
     memset(x, 0, sizeof *x);
-    for (int p = ndim - 1; p >= 0; p--) {
-        int d = perm ? perm[p] : p;
-        x->shape[d] = shape[d];
-        if (zero && zero[d]) {
-            x->strides[d] = 0;
-            continue;
-        }
-        x->strides[d] = acc * (steps ? steps[d] : 1);
-        acc *= (shape[d] > 1 ? shape[d] : 1) * (steps ? steps[d] : 1);
-    }
-    for (int d = 0; d < ndim; d++) {
-        if (flip && flip[d])
-            x->strides[d] = -x->strides[d];
-        int64_t reach = (shape[d] > 0 ? shape[d] - 1 : 0) * x->strides[d];
-        if (reach < 0)
-            lo += reach;
-        else
-            hi += reach;
-    }
+    memcpy(x->shape, shape, (size_t)ndim * sizeof *shape);
+    layout_strides(ndim, shape, perm, steps, flip, zero, x->strides, &lo, &hi);
     x->bufsize = ((size_t)(hi - lo + 1) * itemsize + misalign + 16 + 63) / 64 * 64;
     x->buf = aligned_alloc(64, x->bufsize); /* so the streaming kernels run */
     ck_assert_ptr_nonnull(x->buf);
     for (size_t i = 0; i < x->bufsize; i++)
         x->buf[i] = fill >= 0 ? (unsigned char)fill : (unsigned char)(rand_r(seed) >> 7);
-    x->t.data = x->buf;
-    x->t.device.device_type = kDLCPU;
-    x->t.ndim = ndim;
-    x->t.dtype = dtype_of_size(itemsize);
-    x->t.shape = x->shape;
-    x->t.strides = x->strides;
-    x->t.byte_offset = (uint64_t)(-lo) * itemsize + misalign;
+    x->t = dl_make(x->buf, ndim, x->shape, x->strides, dtype_of_size(itemsize), (uint64_t)(-lo) * itemsize + misalign);
 }
 
 static void tens_free(tens *x) { free(x->buf); }
@@ -111,25 +88,24 @@ static int64_t offset_of(const DLTensor *t, const int64_t *idx)
     return off;
 }
 
+static bool has_no_elements(const DLTensor *t)
+{
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0)
+            return true;
+    return false;
+}
+
 /* The naive reference copier: an odometer over every index. */
 static void ref_copy(const DLTensor *src, DLTensor *dst)
 {
     int64_t idx[PYLAYOUT_MAX_NDIM] = {0};
     size_t is = itemsize_of(src);
-    for (int d = 0; d < src->ndim; d++)
-        if (src->shape[d] == 0)
-            return;
-    for (;;) {
+    if (has_no_elements(src))
+        return;
+    do
         memcpy((char *)dst->data + offset_of(dst, idx), (const char *)src->data + offset_of(src, idx), is);
-        int d = src->ndim - 1;
-        for (; d >= 0; d--) {
-            if (++idx[d] < src->shape[d])
-                break;
-            idx[d] = 0;
-        }
-        if (d < 0)
-            return;
-    }
+    while (next_index(idx, src->ndim, src->shape));
 }
 
 /* Whether every element of a equals the same-index element of b. */
@@ -137,21 +113,13 @@ static int same_elements(const DLTensor *a, const DLTensor *b)
 {
     int64_t idx[PYLAYOUT_MAX_NDIM] = {0};
     size_t is = itemsize_of(a);
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] == 0)
-            return 1;
-    for (;;) {
+    if (has_no_elements(a))
+        return 1;
+    do
         if (memcmp((const char *)a->data + offset_of(a, idx), (const char *)b->data + offset_of(b, idx), is) != 0)
             return 0;
-        int d = a->ndim - 1;
-        for (; d >= 0; d--) {
-            if (++idx[d] < a->shape[d])
-                break;
-            idx[d] = 0;
-        }
-        if (d < 0)
-            return 1;
-    }
+    while (next_index(idx, a->ndim, a->shape));
+    return 1;
 }
 
 /* Copies src into dst with pylayout and into a clone of dst with the
@@ -794,42 +762,29 @@ END_TEST
 
 /* ------------------------------------------------- randomized vs ref */
 
-static unsigned rnd(unsigned *seed, unsigned n) { return (unsigned)rand_r(seed) % n; }
-
-static void shuffle(int *p, int n, unsigned *seed)
-{
-    for (int i = 0; i < n; i++)
-        p[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)rnd(seed, (unsigned)i + 1), t = p[i];
-        p[i] = p[j];
-        p[j] = t;
-    }
-}
-
 /* One random layout pair: ndim 0..6, sizes 0..7 with a few large dims so
  * tiles, SIMD blocks and the parallel path are reached. */
 static void random_case(unsigned *seed, int big)
 {
-    int ndim = (int)rnd(seed, 7);
+    int ndim = (int)test_rand(seed, 7);
     int64_t shape[8];
     int sperm[8], dperm[8], ssteps[8], dsteps[8], sflip[8], dflip[8], szero[8];
-    size_t is = (size_t)1 << rnd(seed, 5);
+    size_t is = (size_t)1 << test_rand(seed, 5);
     int64_t numel = 1;
     for (int d = 0; d < ndim; d++) {
-        shape[d] = rnd(seed, 8);
-        if (rnd(seed, 10) == 0)
-            shape[d] = 0 + (rnd(seed, 20) == 0 ? 0 : 1); /* extra size-1 (and rarely size-0) dims */
-        ssteps[d] = rnd(seed, 4) == 0 ? 1 + (int)rnd(seed, 3) : 1;
-        dsteps[d] = rnd(seed, 6) == 0 ? 2 : 1;
-        sflip[d] = rnd(seed, 5) == 0;
-        dflip[d] = rnd(seed, 6) == 0;
-        szero[d] = rnd(seed, 8) == 0;
+        shape[d] = test_rand(seed, 8);
+        if (test_rand(seed, 10) == 0)
+            shape[d] = 0 + (test_rand(seed, 20) == 0 ? 0 : 1); /* extra size-1 (and rarely size-0) dims */
+        ssteps[d] = test_rand(seed, 4) == 0 ? 1 + (int)test_rand(seed, 3) : 1;
+        dsteps[d] = test_rand(seed, 6) == 0 ? 2 : 1;
+        sflip[d] = test_rand(seed, 5) == 0;
+        dflip[d] = test_rand(seed, 6) == 0;
+        szero[d] = test_rand(seed, 8) == 0;
     }
     if (ndim > 0 && big) { /* one or two large dims */
-        int nbig = 1 + (int)rnd(seed, 2);
+        int nbig = 1 + (int)test_rand(seed, 2);
         for (int k = 0; k < nbig; k++)
-            shape[rnd(seed, (unsigned)ndim)] = 8 + rnd(seed, big > 1 ? 700 : 90);
+            shape[test_rand(seed, (unsigned)ndim)] = 8 + test_rand(seed, big > 1 ? 700 : 90);
     }
     for (int d = 0; d < ndim; d++)
         numel *= shape[d];
@@ -838,11 +793,11 @@ static void random_case(unsigned *seed, int big)
             if (shape[d] > 7)
                 shape[d] = 7;
     }
-    shuffle(sperm, ndim, seed);
-    shuffle(dperm, ndim, seed);
+    random_perm(sperm, ndim, seed);
+    random_perm(dperm, ndim, seed);
     tens s, d;
-    tens_make(&s, ndim, shape, sperm, ssteps, sflip, szero, is, rnd(seed, 3) * is, -1, seed);
-    tens_make(&d, ndim, shape, dperm, dsteps, dflip, NULL, is, rnd(seed, 2) * is, SENTINEL, seed);
+    tens_make(&s, ndim, shape, sperm, ssteps, sflip, szero, is, test_rand(seed, 3) * is, -1, seed);
+    tens_make(&d, ndim, shape, dperm, dsteps, dflip, NULL, is, test_rand(seed, 2) * is, SENTINEL, seed);
     check_and_free(&s, &d);
 }
 
@@ -957,30 +912,25 @@ END_TEST
 
 static Suite *copy_suite(void)
 {
-    Suite *s = suite_create("copy");
     const tcase_spec cases[] = {
-        {"identity", {test_identity, test_identity_null_strides}},
-        {"transpose_2d",
-         {test_transpose_2d, test_transpose_large, test_transpose_small_edges, test_transpose_buffered_stream}},
-        {"permutations", {test_permutations_3d_4d, test_permutations_6d}},
-        {"broadcast", {test_broadcast}},
-        {"step2", {test_step2}},
-        {"negative_strides", {test_negative_strides}},
-        {"byte_offset", {test_byte_offset}},
-        {"size0_size1", {test_size0_size1}},
-        {"errors",
-         {test_error_shape_mismatch, test_error_itemsize_mismatch, test_error_dst_overlaps_itself,
-          test_error_dst_aliases_src}},
-        {"errors_args", {test_error_device, test_error_null_args}},
-        {"convert", {test_convert_formats, test_convert_order}},
-        {"threads_info", {test_threads, test_build_info, test_threads_clamped_and_warned_once}},
-        {"random", {test_random_vs_reference, test_random_parallel_chunks}},
+        TCASE("identity", TEST(test_identity), TEST(test_identity_null_strides)),
+        TCASE("transpose_2d", TEST(test_transpose_2d), TEST(test_transpose_large), TEST(test_transpose_small_edges),
+              TEST(test_transpose_buffered_stream)),
+        TCASE("permutations", TEST(test_permutations_3d_4d), TEST(test_permutations_6d)),
+        TCASE("broadcast", TEST(test_broadcast)),
+        TCASE("step2", TEST(test_step2)),
+        TCASE("negative_strides", TEST(test_negative_strides)),
+        TCASE("byte_offset", TEST(test_byte_offset)),
+        TCASE("size0_size1", TEST(test_size0_size1)),
+        TCASE("errors", TEST(test_error_shape_mismatch), TEST(test_error_itemsize_mismatch),
+              TEST(test_error_dst_overlaps_itself), TEST(test_error_dst_aliases_src)),
+        TCASE("errors_args", TEST(test_error_device), TEST(test_error_null_args)),
+        TCASE("convert", TEST(test_convert_formats), TEST(test_convert_order)),
+        TCASE("threads_info", TEST(test_threads), TEST(test_build_info), TEST(test_threads_clamped_and_warned_once)),
+        TCASE("random", TEST(test_random_vs_reference), TEST(test_random_parallel_chunks)),
+        TCASE("element_sizes", LOOP(test_element_sizes, 5)),
     };
-    add_tcases(s, cases, sizeof cases / sizeof cases[0], 300);
-    TCase *tc = tcase_create("element_sizes");
-    tcase_add_loop_test(tc, test_element_sizes, 0, 5);
-    suite_add_tcase(s, tc);
-    return s;
+    return SUITE_OF("copy", cases, 300);
 }
 
 int main(int argc, char **argv)
@@ -990,12 +940,8 @@ int main(int argc, char **argv)
     if (argc == 2 && strcmp(argv[1], "--clamp-child") == 0)
         return clamp_child();
     if (argc == 2 && strcmp(argv[1], "--random-parallel") == 0) {
-        Suite *s = suite_create("copy-parallel-chunks");
-        TCase *tc = tcase_create("random");
-        tcase_set_timeout(tc, 300);
-        tcase_add_test(tc, test_random_vs_reference);
-        suite_add_tcase(s, tc);
-        return run_suite(s);
+        const tcase_spec cases[] = {TCASE("random", TEST(test_random_vs_reference))};
+        return run_suite(SUITE_OF("copy-parallel-chunks", cases, 300));
     }
     return run_suite(copy_suite());
 }

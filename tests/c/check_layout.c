@@ -52,16 +52,7 @@ static const DLDataType f32 = {kDLFloat, 32, 1};
 static DLTensor meta(int32_t ndim, const int64_t *shape, const int64_t *strides)
 {
     static float dummy;
-    DLTensor t = {
-        .data = &dummy,
-        .device = {kDLCPU, 0},
-        .ndim = ndim,
-        .dtype = f32,
-        .shape = (int64_t *)shape,
-        .strides = (int64_t *)strides,
-        .byte_offset = 0,
-    };
-    return t;
+    return dl_make(&dummy, ndim, shape, strides, f32, 0);
 }
 
 static void fmt_dims(char *buf, size_t n, int32_t ndim, const int64_t *v)
@@ -793,48 +784,21 @@ END_TEST
 
 static Suite *layout_suite(void)
 {
-    Suite *s = suite_create("layout");
-    TCase *tc;
-
-    tc = tcase_create("contiguity");
-    tcase_add_loop_test(tc, test_is_contiguous_table, 0, N_LAYOUT_CASES);
-    tcase_add_test(tc, test_channels_last_other_ranks);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("suggest_format");
-    tcase_add_loop_test(tc, test_suggest_format_table, 0, N_LAYOUT_CASES);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("is_dense");
-    tcase_add_loop_test(tc, test_is_dense_table, 0, N_LAYOUT_CASES);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("metadata");
-    tcase_add_test(tc, test_queries_metadata_only);
-    tcase_add_test(tc, test_query_errors);
-    tcase_add_test(tc, test_numel);
-    tcase_add_test(tc, test_queries_numel_overflow);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("validate");
-    tcase_add_loop_test(tc, test_validate_table, 0, N_VALIDATE_CASES);
-    tcase_add_test(tc, test_validate_ndim_limits);
-    tcase_add_test(tc, test_validate_dtypes);
-    tcase_add_test(tc, test_last_error_cleared_by_success);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("strides");
-    tcase_add_loop_test(tc, test_format_strides_table, 0, N_FORMAT_CASES);
-    tcase_add_test(tc, test_format_strides_errors);
-    tcase_add_loop_test(tc, test_order_strides_table, 0, N_ORDER_CASES);
-    tcase_add_test(tc, test_order_matches_formats);
-    tcase_add_loop_test(tc, test_like_order_table, 0, N_LIKE_CASES);
-    tcase_add_test(tc, test_like_order_errors);
-    tcase_add_loop_test(tc, test_is_in_order_matches_formats, 0, N_LAYOUT_CASES);
-    tcase_add_test(tc, test_is_in_order_errors);
-    tcase_add_test(tc, test_order_strides_errors);
-    suite_add_tcase(s, tc);
-    return s;
+    const tcase_spec cases[] = {
+        TCASE("contiguity", LOOP(test_is_contiguous_table, N_LAYOUT_CASES), TEST(test_channels_last_other_ranks)),
+        TCASE("suggest_format", LOOP(test_suggest_format_table, N_LAYOUT_CASES)),
+        TCASE("is_dense", LOOP(test_is_dense_table, N_LAYOUT_CASES)),
+        TCASE("metadata", TEST(test_queries_metadata_only), TEST(test_query_errors), TEST(test_numel),
+              TEST(test_queries_numel_overflow)),
+        TCASE("validate", LOOP(test_validate_table, N_VALIDATE_CASES), TEST(test_validate_ndim_limits),
+              TEST(test_validate_dtypes), TEST(test_last_error_cleared_by_success)),
+        TCASE("strides", LOOP(test_format_strides_table, N_FORMAT_CASES), TEST(test_format_strides_errors),
+              LOOP(test_order_strides_table, N_ORDER_CASES), TEST(test_order_matches_formats),
+              LOOP(test_like_order_table, N_LIKE_CASES), TEST(test_like_order_errors),
+              LOOP(test_is_in_order_matches_formats, N_LAYOUT_CASES), TEST(test_is_in_order_errors),
+              TEST(test_order_strides_errors)),
+    };
+    return SUITE_OF("layout", cases, 0);
 }
 
 int main(void) { return run_suite(layout_suite()); }

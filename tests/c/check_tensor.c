@@ -82,15 +82,7 @@ static fake *fake_new(int32_t ndim, const int64_t *shape, const int64_t *strides
         float v = (float)i;
         memcpy(f->buf + 4 * i, &v, 4);
     }
-    DLTensor dl = {
-        .data = f->buf,
-        .device = {kDLCPU, 0},
-        .ndim = ndim,
-        .dtype = f32,
-        .shape = ndim ? f->shape : NULL,
-        .strides = strides ? f->strides : NULL,
-        .byte_offset = 0,
-    };
+    DLTensor dl = dl_make(f->buf, ndim, ndim ? f->shape : NULL, strides ? f->strides : NULL, f32, 0);
     f->mv.version.major = 1;
     f->mv.version.minor = 3;
     f->mv.manager_ctx = f;
@@ -364,7 +356,7 @@ START_TEST(test_borrow)
 {
     float data[6] = {0, 1, 2, 3, 4, 5};
     int64_t shape[2] = {2, 3}, strides[2] = {1, 2};
-    DLTensor src = {.data = data, .device = {kDLCPU, 0}, .ndim = 2, .dtype = f32, .shape = shape, .strides = strides};
+    DLTensor src = dl_make(data, 2, shape, strides, f32, 0);
     pylayout_tensor *t = NULL;
     ck_assert_int_eq(pylayout_tensor_borrow(&src, 0, &t), PYLAYOUT_OK);
     assert_same_tensor(&src, dl_of(t), "borrow");
@@ -872,8 +864,7 @@ START_TEST(test_view_of_offset_base)
     float data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     int64_t bshape[1] = {4}, bstrides[1] = {-1};
     /* base: elements 7, 6, 5, 4 -> bytes [16, 32) */
-    DLTensor b = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = f32, .shape = bshape,
-                  .strides = bstrides, .byte_offset = 28};
+    DLTensor b = dl_make(data, 1, bshape, bstrides, f32, 28);
     pylayout_tensor *base = NULL, *v = NULL;
     ck_assert_int_eq(pylayout_tensor_borrow(&b, 0, &base), PYLAYOUT_OK);
     int64_t s[1] = {4}, st[1] = {1};
@@ -890,7 +881,7 @@ START_TEST(test_view_of_offset_base)
 
     /* An empty base has no memory: only empty views fit. */
     int64_t eshape[1] = {0};
-    DLTensor e = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = f32, .shape = eshape, .strides = st};
+    DLTensor e = dl_make(data, 1, eshape, st, f32, 0);
     ck_assert_int_eq(pylayout_tensor_borrow(&e, 0, &base), PYLAYOUT_OK);
     d.byte_offset = 0;
     ck_assert_int_eq(pylayout_tensor_view(base, &d, &v), PYLAYOUT_ERR_OUT_OF_BOUNDS);
@@ -905,7 +896,7 @@ static int view_null_tensor_ret(void)
 {
     float data[4] = {0};
     int64_t s[1] = {4};
-    DLTensor b = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = f32, .shape = s};
+    DLTensor b = dl_make(data, 1, s, NULL, f32, 0);
     pylayout_tensor *base = NULL;
     if (pylayout_tensor_borrow(&b, 0, &base) != PYLAYOUT_OK)
         return 100;
@@ -918,7 +909,7 @@ static int view_extent_overflow(void)
 {
     float data[24] = {0};
     int64_t bs[1] = {24};
-    DLTensor b = {.data = data, .device = {kDLCPU, 0}, .ndim = 1, .dtype = f32, .shape = bs};
+    DLTensor b = dl_make(data, 1, bs, NULL, f32, 0);
     pylayout_tensor *base = NULL, *v = NULL;
     if (pylayout_tensor_borrow(&b, 0, &base) != PYLAYOUT_OK)
         return 100;
@@ -1104,7 +1095,7 @@ static void *other_thread_error(void *arg)
 START_TEST(test_last_error)
 {
     int64_t shape[2] = {2, -5};
-    DLTensor bad = {.data = NULL, .device = {kDLCPU, 0}, .ndim = 2, .dtype = f32, .shape = shape};
+    DLTensor bad = dl_make(NULL, 2, shape, NULL, f32, 0);
     pylayout_tensor *t = NULL;
     ck_assert_ptr_nonnull(pylayout_last_error());
     ck_assert_int_eq(pylayout_tensor_borrow(&bad, 0, &t), PYLAYOUT_ERR_INVALID_TENSOR);
@@ -1580,80 +1571,29 @@ END_TEST
 
 static Suite *tensor_suite(void)
 {
-    Suite *s = suite_create("tensor");
-    TCase *tc;
-
-    tc = tcase_create("ownership");
-    tcase_add_test(tc, test_versioned_import_release);
-    tcase_add_test(tc, test_legacy_import_release);
-    tcase_add_loop_test(tc, test_export_release_orders, 0, 2);
-    tcase_add_test(tc, test_multiple_exports);
-    tcase_add_test(tc, test_legacy_export);
-    tcase_add_test(tc, test_reimport_own_export);
-    tcase_add_loop_test(tc, test_view_of_view_release_orders, 0, 6);
-    tcase_add_test(tc, test_view_keeps_base_alive);
-    tcase_add_test(tc, test_failed_import_keeps_ownership);
-    tcase_add_test(tc, test_borrow);
-    tcase_add_test(tc, test_null_deleter);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("roundtrip");
-    tcase_add_loop_test(tc, test_roundtrip, 0, N_ROUNDTRIP_CASES);
-    tcase_add_test(tc, test_null_strides_become_explicit);
-    tcase_add_test(tc, test_byte_offset_honoured);
-    tcase_add_test(tc, test_flags);
-    tcase_add_test(tc, test_view_chain_holds_root);
-    tcase_add_test(tc, test_non_cpu_device);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("create");
-    tcase_add_loop_test(tc, test_empty_formats, 0, N_EMPTY_CASES);
-    tcase_add_test(tc, test_empty_errors);
-    tcase_add_test(tc, test_empty_order);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("views");
-    tcase_add_loop_test(tc, test_view_table, 0, N_VIEW_CASES);
-    tcase_add_test(tc, test_view_of_offset_base);
-    tcase_add_test(tc, test_view_null_args);
-    tcase_add_test(tc, test_view_extent_overflow);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("errors");
-    tcase_add_loop_test(tc, test_bad_input_table, 0, N_BAD_CASES);
-    tcase_add_test(tc, test_null_args);
-    tcase_add_test(tc, test_strerror);
-    tcase_add_test(tc, test_last_error);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("dtypes");
-    tcase_add_loop_test(tc, test_dtype_names_round_trip, 0, (int)(sizeof dtype_names / sizeof dtype_names[0]));
-    tcase_add_test(tc, test_device_names);
-    tcase_add_test(tc, test_dtype_helpers);
-    tcase_add_test(tc, test_format_names);
-    tcase_add_test(tc, test_version);
-    tcase_add_test(tc, test_dtype_name_errors);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("cache");
-    tcase_set_timeout(tc, 120);
-    tcase_add_checked_fixture(tc, cache_setup, cache_teardown);
-    tcase_add_test(tc, test_cache_reuses_same_size);
-    tcase_add_test(tc, test_cache_limits);
-    tcase_add_test(tc, test_cache_errors);
-    tcase_add_test(tc, test_cache_threads);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("cache_limits");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_cache_default_follows_rlimit_as);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("threads");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_concurrent_retain_release);
-    suite_add_tcase(s, tc);
-    return s;
+    const tcase_spec cases[] = {
+        TCASE("ownership", TEST(test_versioned_import_release), TEST(test_legacy_import_release),
+              LOOP(test_export_release_orders, 2),
+              TEST(test_multiple_exports), TEST(test_legacy_export), TEST(test_reimport_own_export),
+              LOOP(test_view_of_view_release_orders, 6), TEST(test_view_keeps_base_alive),
+              TEST(test_failed_import_keeps_ownership), TEST(test_borrow), TEST(test_null_deleter)),
+        TCASE("roundtrip", LOOP(test_roundtrip, N_ROUNDTRIP_CASES), TEST(test_null_strides_become_explicit),
+              TEST(test_byte_offset_honoured), TEST(test_flags), TEST(test_view_chain_holds_root),
+              TEST(test_non_cpu_device)),
+        TCASE("create", LOOP(test_empty_formats, N_EMPTY_CASES), TEST(test_empty_errors), TEST(test_empty_order)),
+        TCASE("views", LOOP(test_view_table, N_VIEW_CASES), TEST(test_view_of_offset_base), TEST(test_view_null_args),
+              TEST(test_view_extent_overflow)),
+        TCASE("errors", LOOP(test_bad_input_table, N_BAD_CASES), TEST(test_null_args), TEST(test_strerror),
+              TEST(test_last_error)),
+        TCASE("dtypes", LOOP(test_dtype_names_round_trip, (int)(sizeof dtype_names / sizeof dtype_names[0])),
+              TEST(test_device_names), TEST(test_dtype_helpers), TEST(test_format_names), TEST(test_version),
+              TEST(test_dtype_name_errors)),
+        {.name = "cache", .tests = {TEST(test_cache_reuses_same_size), TEST(test_cache_limits), TEST(test_cache_errors),
+              TEST(test_cache_threads)}, .timeout_s = 120, .setup = cache_setup, .teardown = cache_teardown},
+        {.name = "cache_limits", .tests = {TEST(test_cache_default_follows_rlimit_as)}, .timeout_s = 120},
+        {.name = "threads", .tests = {TEST(test_concurrent_retain_release)}, .timeout_s = 120},
+    };
+    return SUITE_OF("tensor", cases, 0);
 }
 
 int main(int argc, char **argv)

@@ -3,7 +3,9 @@
 #define PYLAYOUT_CHECK_UTIL_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -61,30 +63,149 @@ static inline void at_1_and_2_threads(void (*fn)(int threads, void *ctx), void *
     ck_assert_int_eq(pylayout_set_num_threads(saved), PYLAYOUT_OK);
 }
 
-/* One TCase of a suite: its name and its tests, NULL after the last. */
-#define TCASE_MAX_TESTS 8
+/* ------------------------------------------------------------ tensors */
+
+/* A CPU DLTensor over caller-owned shape/stride arrays and data: the one
+ * descriptor builder of the suites. */
+static inline DLTensor dl_make(void *data, int32_t ndim, const int64_t *shape, const int64_t *strides,
+                               DLDataType dtype, uint64_t byte_offset)
+{
+    DLTensor t = {
+        .data = data,
+        .device = {kDLCPU, 0},
+        .ndim = ndim,
+        .dtype = dtype,
+        .shape = (int64_t *)shape,
+        .strides = (int64_t *)strides,
+        .byte_offset = byte_offset,
+    };
+    return t;
+}
+
+/* The strides of a layout of `shape`, in elements: dims nested in the order
+ * perm[0] (outermost) ... perm[ndim - 1] (innermost; perm NULL: row-major),
+ * each padded by steps[d] >= 1, negated where flip[d], 0 where zero[d]
+ * (NULL arrays: none).  *lo <= 0 and *hi >= 0 receive the lowest and the
+ * highest element offset reached from element 0, so a buffer of
+ * hi - lo + 1 elements with element 0 at -lo holds every element. */
+static inline void layout_strides(int32_t ndim, const int64_t *shape, const int *perm, const int *steps,
+                                  const int *flip, const int *zero, int64_t *strides, int64_t *lo, int64_t *hi)
+{
+    int64_t acc = 1;
+    for (int p = ndim - 1; p >= 0; p--) {
+        int d = perm ? perm[p] : p;
+        if (zero && zero[d]) {
+            strides[d] = 0;
+            continue;
+        }
+        int64_t step = steps ? steps[d] : 1;
+        strides[d] = acc * step * (flip && flip[d] ? -1 : 1);
+        acc *= (shape[d] > 1 ? shape[d] : 1) * step;
+    }
+    *lo = *hi = 0;
+    for (int d = 0; d < ndim; d++) {
+        int64_t reach = (shape[d] > 0 ? shape[d] - 1 : 0) * strides[d];
+        if (reach < 0)
+            *lo += reach;
+        else
+            *hi += reach;
+    }
+}
+
+/* The odometer: advances idx to the next index of `shape` in row-major
+ * order; false after the last one. */
+static inline bool next_index(int64_t *idx, int32_t ndim, const int64_t *shape)
+{
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d])
+            return true;
+        idx[d] = 0;
+    }
+    return false;
+}
+
+/* A pseudo-random number in [0, n) from the seed *s: an LCG of our own, so
+ * that a seed names the same cases on every libc (and no suite needs POSIX
+ * for rand_r). */
+static inline unsigned test_rand(unsigned *s, unsigned n)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 8) % n;
+}
+
+/* A random permutation of 0 .. n-1 in p (Fisher-Yates). */
+static inline void random_perm(int *p, int n, unsigned *s)
+{
+    for (int d = 0; d < n; d++)
+        p[d] = d;
+    for (int d = n - 1; d > 0; d--) {
+        int j = (int)test_rand(s, (unsigned)d + 1), tmp = p[d];
+        p[d] = p[j];
+        p[j] = tmp;
+    }
+}
+
+/* ------------------------------------------------------------ suites */
+
+/* One test of a TCase: TEST(fn), or LOOP(fn, n) for a loop test run with
+ * _i = 0 .. n-1. */
+typedef struct {
+    const TTest *test;
+    int loops; /* 0: a plain test */
+} tcase_test;
+#define TEST(fn) {(fn), 0}
+#define LOOP(fn, n) {(fn), (n)}
+/* A row of tests: TCASE("name", TEST(a), LOOP(b, 4), ...).  Rows that need
+ * a timeout or a fixture spell the fields out: {.name = ..., .tests = {...},
+ * .timeout_s = 120}. */
+#define TCASE(name_, ...) {.name = (name_), .tests = {__VA_ARGS__}}
+
+/* One TCase of a suite: its name, its tests in the order they run, and
+ * optionally its own timeout and a checked fixture. */
+#define TCASE_MAX_TESTS 12
 typedef struct {
     const char *name;
-    const TTest *tests[TCASE_MAX_TESTS + 1]; /* the extra slot keeps every row NULL-terminated */
+    tcase_test tests[TCASE_MAX_TESTS + 1]; /* the extra slot keeps every row terminated */
+    double timeout_s;                      /* 0: the suite's default */
+    SFun setup, teardown;                  /* a checked fixture, or NULL */
 } tcase_spec;
 
-/* Adds one TCase per row of specs to s, each with the given timeout.  A row
- * that fills the spare slot aborts (runs before any test, so no ck_assert):
+/* Adds one TCase per row of specs to s.  A row without its own timeout gets
+ * timeout_s (0: Check's default, which CK_DEFAULT_TIMEOUT sets).  A row that
+ * fills the spare slot aborts (this runs before any test, so no ck_assert):
  * raise TCASE_MAX_TESTS instead of losing a test. */
 static inline void add_tcases(Suite *s, const tcase_spec *specs, size_t n, double timeout_s)
 {
     for (size_t i = 0; i < n; i++) {
-        if (specs[i].tests[TCASE_MAX_TESTS] != NULL) {
-            fprintf(stderr, "tcase %s has more than %d tests: raise TCASE_MAX_TESTS\n", specs[i].name,
+        const tcase_spec *spec = &specs[i];
+        if (spec->tests[TCASE_MAX_TESTS].test != NULL) {
+            fprintf(stderr, "tcase %s has more than %d tests: raise TCASE_MAX_TESTS\n", spec->name,
                     TCASE_MAX_TESTS);
             abort();
         }
-        TCase *tc = tcase_create(specs[i].name);
-        tcase_set_timeout(tc, timeout_s);
-        for (size_t k = 0; specs[i].tests[k] != NULL; k++)
-            tcase_add_test(tc, specs[i].tests[k]);
+        TCase *tc = tcase_create(spec->name);
+        double timeout = spec->timeout_s > 0 ? spec->timeout_s : timeout_s;
+        if (timeout > 0)
+            tcase_set_timeout(tc, timeout);
+        if (spec->setup || spec->teardown)
+            tcase_add_checked_fixture(tc, spec->setup, spec->teardown);
+        for (const tcase_test *t = spec->tests; t->test != NULL; t++) {
+            if (t->loops > 0)
+                tcase_add_loop_test(tc, t->test, 0, t->loops);
+            else
+                tcase_add_test(tc, t->test);
+        }
         suite_add_tcase(s, tc);
     }
+}
+
+/* A suite named `name` made of the rows of a tcase_spec array. */
+#define SUITE_OF(name, specs, timeout_s) suite_of((name), (specs), sizeof(specs) / sizeof((specs)[0]), (timeout_s))
+static inline Suite *suite_of(const char *name, const tcase_spec *specs, size_t n, double timeout_s)
+{
+    Suite *s = suite_create(name);
+    add_tcases(s, specs, n, timeout_s);
+    return s;
 }
 
 #endif /* PYLAYOUT_CHECK_UTIL_H */
