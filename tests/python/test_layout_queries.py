@@ -296,3 +296,60 @@ def test_hand_picked_ambiguous_cases(torch):
             assert pl.is_contiguous(x, name) is x.is_contiguous(memory_format=f), (x.shape, x.stride(), name)
         want = str(suggest_memory_format(x)).replace("torch.", "").replace("contiguous_format", "contiguous")
         assert pl.suggest_format(x) == want, (x.shape, x.stride())
+
+
+# ---------------------------------------------------------------- stride rules
+# The core's stride rules (pylayout_format_strides, _order_strides,
+# _complex_dtype / _real_dtype behind pylayout._core) against torch, which
+# allocates the same layouts itself, on generated shapes.
+
+def _generated_shapes(n, seed):
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(n):
+        yield tuple(rng.choice([0, 1, 1, 2, 3, 5, 8]) for _ in range(rng.randint(0, 6)))
+
+
+def test_format_strides_are_torchs(torch, fmt_objs):
+    compared = refused = 0
+    for shape in _generated_shapes(3000, seed=31):
+        for name, mf in fmt_objs.items():
+            try:
+                want = torch.empty(shape, memory_format=mf).stride()
+            except RuntimeError:  # torch: channels_last needs 4-D, channels_last_3d 5-D
+                with pytest.raises(ValueError):
+                    pl._core.format_strides(shape, name)
+                refused += 1
+                continue
+            assert pl._core.format_strides(shape, name) == want, (shape, name)
+            compared += 1
+        # Fortran: torch allocates the reversed shape and permutes it back.
+        rev = tuple(reversed(range(len(shape))))
+        want = torch.empty(tuple(shape[d] for d in rev)).permute(rev).stride() if shape else ()
+        assert pl._core.format_strides(shape, "fortran") == want, (shape, "fortran")
+    assert compared > 3000 and refused > 1000
+
+
+def test_order_strides_are_torchs(torch):
+    import random
+
+    rng = random.Random(32)
+    for shape in _generated_shapes(3000, seed=33):
+        order = list(range(len(shape)))
+        rng.shuffle(order)  # order[0] outermost
+        inverse = sorted(range(len(order)), key=order.__getitem__)
+        want = torch.empty([shape[d] for d in order]).permute(inverse).stride() if shape else ()
+        assert pl._core.order_strides(shape, order) == want, (shape, order)
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental:UserWarning")
+def test_complex_dtype_pairs_are_torchs(torch):
+    for real in (torch.float16, torch.float32, torch.float64):
+        re, im = torch.ones(3, dtype=real), torch.zeros(3, dtype=real)
+        z = pl.pack_complex(re, im)
+        assert z.dtype == torch.complex(re, im).dtype, real
+        assert pl.view_as_real(z).dtype == torch.view_as_real(z).dtype == real
+        assert [t.dtype for t in pl.unpack_complex(z)] == [real, real]
+    with pytest.raises(TypeError):
+        pl.pack_complex(torch.ones(3, dtype=torch.bfloat16), torch.ones(3, dtype=torch.bfloat16))
