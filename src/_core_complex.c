@@ -17,7 +17,7 @@ PyObject *_plext_mod_view_as_complex(PyObject *module, PyObject *args, PyObject 
     if (copy != Py_None && want_copy < 0)
         return NULL;
     core_state *state = get_state(module);
-    PyObject *in = _plext_import_for_view(state, x, "view_as_complex");
+    PyObject *in = _plext_import_for_view(state, x, "view_as_complex"), *res = NULL;
     if (!in)
         return NULL;
     pylayout_tensor *view = NULL, *packed = NULL;
@@ -36,13 +36,14 @@ PyObject *_plext_mod_view_as_complex(PyObject *module, PyObject *args, PyObject 
             st = pylayout_view_as_complex(packed, &view);
         _plext_release(packed);
     }
+    if (st != PYLAYOUT_OK) {
+        _plext_raise_operand_status(st);
+        goto done;
+    }
+    res = _plext_wrap_tensor(state, view); /* the shim gives NumPy input a NumPy view */
 done:
     Py_DECREF(in);
-    if (PyErr_Occurred())
-        return NULL;
-    if (st != PYLAYOUT_OK)
-        return _plext_raise_operand_status(st);
-    return _plext_wrap_tensor(state, view); /* the shim gives NumPy input a NumPy view */
+    return res;
 }
 
 /* Shared by view_as_real and canonicalize: a zero-copy view made by `fn`. */
@@ -135,32 +136,46 @@ done:
     return res;
 }
 
-PyObject *_plext_mod_unpack_complex(PyObject *module, PyObject *args, PyObject *kwds)
+/* unpack_complex(z, copy=False): zero-copy views of z's real and imaginary
+ * parts, never of torch's memory (rule 2). */
+static PyObject *unpack_views(core_state *state, PyObject *z_obj)
 {
-    static char *kwlist[] = {"z", "copy", NULL};
-    PyObject *z_obj, *copy = Py_True, *res = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:unpack_complex", kwlist, &z_obj, &copy))
+    PyObject *zin = _plext_import_for_view(state, z_obj, "unpack_complex"), *a = NULL, *b = NULL, *res = NULL;
+    if (!zin)
         return NULL;
-    int want_copy = PyObject_IsTrue(copy);
-    if (want_copy < 0)
-        return NULL;
-    core_state *state = get_state(module);
     pylayout_tensor *re = NULL, *im = NULL;
-    pylayout_status st;
-    if (!want_copy) {
-        PyObject *zin = _plext_import_for_view(state, z_obj, "unpack_complex");
-        if (!zin)
-            return NULL;
-        st = pylayout_complex_parts(((TensorObject *)zin)->tensor, &re, &im);
-        Py_DECREF(zin);
-        if (st != PYLAYOUT_OK)
-            return _plext_raise_operand_status(st);
-        PyObject *a = _plext_wrap_tensor(state, re);
-        PyObject *b = a ? _plext_wrap_tensor(state, im) : (_plext_release(im), NULL);
-        return b ? Py_BuildValue("(NN)", a, b) : (Py_XDECREF(a), NULL);
+    pylayout_status st = pylayout_complex_parts(((TensorObject *)zin)->tensor, &re, &im);
+    Py_DECREF(zin);
+    if (st != PYLAYOUT_OK) {
+        _plext_raise_operand_status(st);
+        goto done;
     }
+    a = _plext_wrap_tensor(state, re); /* steals re */
+    re = NULL;
+    if (!a)
+        goto done;
+    b = _plext_wrap_tensor(state, im); /* steals im */
+    im = NULL;
+    if (b)
+        res = PyTuple_Pack(2, a, b);
+done:
+    _plext_release(re);
+    _plext_release(im);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return res;
+}
+
+/* unpack_complex(z, copy=True): z's parts copied into two new tensors of
+ * the kind z is. */
+static PyObject *unpack_copies(core_state *state, PyObject *z_obj)
+{
     operand z = {.held = NULL};
-    if (_plext_operand_take(state, z_obj, &z) < 0 || _plext_operand_guard(&z) < 0 || _plext_operand_memory(&z, true) < 0)
+    pylayout_tensor *re = NULL, *im = NULL;
+    PyObject *a = NULL, *b = NULL, *res = NULL;
+    pylayout_status st;
+    if (_plext_operand_take(state, z_obj, &z) < 0 || _plext_operand_guard(&z) < 0 ||
+        _plext_operand_memory(&z, true) < 0)
         goto done; /* phase 2 from the last call on */
     const DLTensor *dz = z.dl;
     DLDataType rt;
@@ -186,18 +201,34 @@ PyObject *_plext_mod_unpack_complex(PyObject *module, PyObject *args, PyObject *
         goto done;
     }
     _plext_operand_release(&z); /* memory done */
-    PyObject *a = _plext_export_like(state, z_obj, re);
-    PyObject *b = a ? _plext_export_like(state, z_obj, im) : (_plext_release(im), NULL);
-    re = im = NULL;
+    a = _plext_export_like(state, z_obj, re); /* steals re */
+    re = NULL;
+    if (!a)
+        goto done;
+    b = _plext_export_like(state, z_obj, im); /* steals im */
+    im = NULL;
     if (b)
-        res = Py_BuildValue("(NN)", a, b);
-    else
-        Py_XDECREF(a);
+        res = PyTuple_Pack(2, a, b);
 done:
     _plext_release(re);
     _plext_release(im);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
     _plext_operand_release(&z);
     return res;
+}
+
+PyObject *_plext_mod_unpack_complex(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"z", "copy", NULL};
+    PyObject *z_obj, *copy = Py_True;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$O:unpack_complex", kwlist, &z_obj, &copy))
+        return NULL;
+    int want_copy = PyObject_IsTrue(copy);
+    if (want_copy < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    return want_copy ? unpack_copies(state, z_obj) : unpack_views(state, z_obj);
 }
 
 /* The real strides that view x as complex without moving memory (pylayout's

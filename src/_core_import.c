@@ -177,16 +177,12 @@ static void *exchange_refused(PyObject *x)
     if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
         PyErr_ExceptionMatches(PyExc_MemoryError))
         return NULL;
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    PyObject *msg = value ? PyObject_Str(value) : NULL;
+    PyObject *exc = PyErr_GetRaisedException_compat();
+    PyObject *msg = exc ? PyObject_Str(exc) : NULL;
     PyErr_Format(PyExc_BufferError, "%.200s cannot be exported through DLPack: %S", Py_TYPE(x)->tp_name,
                  msg ? msg : Py_None);
     Py_XDECREF(msg);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
+    Py_XDECREF(exc);
     return NULL;
 }
 

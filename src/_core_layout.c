@@ -27,24 +27,26 @@ PyObject *_plext_mod_from_dlpack(PyObject *module, PyObject *args, PyObject *kwd
                              !_plext_exchange_api_of(state, Py_TYPE(x));
     if (PyErr_Occurred())
         return NULL;
-    PyObject *res = _plext_import_tensor(state, x, copy);
-    if (!res)
+    PyObject *in = _plext_import_tensor(state, x, copy), *res = NULL;
+    if (!in)
         return NULL;
-    const DLTensor *dl = ((TensorObject *)res)->dl;
+    const DLTensor *dl = ((TensorObject *)in)->dl;
     if (given && (want.device_type != dl->device.device_type || want.device_id != dl->device.device_id)) {
         PyErr_Format(PyExc_BufferError,
                      "the tensor lives on device (%d, %d), not (%d, %d); pylayout does not move data between "
                      "devices",
                      (int)dl->device.device_type, (int)dl->device.device_id, (int)want.device_type,
                      (int)want.device_id);
-        Py_DECREF(res);
-        return NULL;
+        goto done;
     }
-    if (want_copy && !(producer_may_copy && (((TensorObject *)res)->flags & PYLAYOUT_FLAG_IS_COPIED))) {
+    if (want_copy && !(producer_may_copy && (((TensorObject *)in)->flags & PYLAYOUT_FLAG_IS_COPIED))) {
         pylayout_tensor *c = _plext_copy_tensor(dl);
-        Py_DECREF(res);
-        return c ? _plext_wrap_tensor(state, c) : NULL;
+        res = c ? _plext_wrap_tensor(state, c) : NULL;
+    } else {
+        res = Py_NewRef(in);
     }
+done:
+    Py_DECREF(in);
     return res;
 }
 

@@ -320,28 +320,28 @@ static PyMethodDef module_methods[] = {
 static int module_exec(PyObject *module)
 {
     core_state *state = get_state(module);
+    PyObject *api = NULL, *dlpack_version = NULL;
+    int rc = -1;
     state->TensorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &_plext_tensor_spec, NULL);
     if (!state->TensorType || PyModule_AddType(module, state->TensorType) < 0)
-        return -1;
-    PyObject *api = PyCapsule_New((void *)&_plext_exchange_api, EXCHANGE_NAME, NULL);
-    if (!api || PyObject_SetAttrString((PyObject *)state->TensorType, "__dlpack_c_exchange_api__", api) < 0) {
-        Py_XDECREF(api);
-        return -1;
-    }
-    Py_DECREF(api);
+        goto done;
+    api = PyCapsule_New((void *)&_plext_exchange_api, EXCHANGE_NAME, NULL);
+    if (!api || PyObject_SetAttrString((PyObject *)state->TensorType, "__dlpack_c_exchange_api__", api) < 0)
+        goto done;
     state->str_dlpack = PyUnicode_InternFromString("__dlpack__");
     state->str_exchange = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
     state->kw_max_version = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
     if (!state->str_dlpack || !state->str_exchange || !state->kw_max_version)
-        return -1;
+        goto done;
+    dlpack_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
     if (PyModule_AddStringConstant(module, "__version__", PYLAYOUT_VERSION_STRING) < 0 ||
-        PyModule_AddObjectRef(module, "DLPACK_VERSION", api = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION,
-                                                                             DLPACK_MINOR_VERSION)) < 0) {
-        Py_XDECREF(api);
-        return -1;
-    }
-    Py_DECREF(api);
-    return 0;
+        PyModule_AddObjectRef(module, "DLPACK_VERSION", dlpack_version) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(dlpack_version);
+    Py_XDECREF(api);
+    return rc;
 }
 
 static int module_traverse(PyObject *module, visitproc visit, void *arg)
