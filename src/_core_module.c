@@ -325,9 +325,14 @@ static int module_exec(PyObject *module)
     state->TensorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &_plext_tensor_spec, NULL);
     if (!state->TensorType || PyModule_AddType(module, state->TensorType) < 0)
         goto done;
+    /* The type is immutable, so its one class attribute goes straight into
+     * its dict while it is set up (what the C API docs ask of extensions
+     * defining their own types, under PyType_GetDict), and the type's
+     * attribute cache is told. */
     api = PyCapsule_New((void *)&_plext_exchange_api, EXCHANGE_NAME, NULL);
-    if (!api || PyObject_SetAttrString((PyObject *)state->TensorType, "__dlpack_c_exchange_api__", api) < 0)
+    if (!api || PyDict_SetItemString(state->TensorType->tp_dict, "__dlpack_c_exchange_api__", api) < 0)
         goto done;
+    PyType_Modified(state->TensorType);
     state->str_dlpack = PyUnicode_InternFromString("__dlpack__");
     state->str_exchange = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
     state->kw_max_version = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);

@@ -523,6 +523,9 @@ static PyMethodDef Tensor_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Not Py_TPFLAGS_DISALLOW_INSTANTIATION: its error ("cannot create
+ * 'pylayout.Tensor' instances") would not say how to get a Tensor, and
+ * tests/python/test_tensor_object.py holds the error to naming from_dlpack. */
 static PyObject *Tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     (void)args;
@@ -549,6 +552,8 @@ static PyType_Slot Tensor_slots[] = {
 PyType_Spec _plext_tensor_spec = {
     .name = "pylayout.Tensor",
     .basicsize = sizeof(TensorObject),
-    .flags = Py_TPFLAGS_DEFAULT,
+    /* Immutable, as a builtin type is: nobody rebinds __dlpack__ or swaps
+     * the exchange-API capsule that other libraries read from C. */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
     .slots = Tensor_slots,
 };
