@@ -8,7 +8,15 @@
  */
 #include "_core.h"
 
-static core_state *find_state(void)
+/* This interpreter's pylayout._core, a new reference, for api_to_py: the
+ * one callback that must make a Python object (a Tensor of this module's
+ * type) yet is given none.  The exchange API's C signatures carry no
+ * context, so PyType_GetModuleByDef has no type to start from, and a
+ * pointer saved at module exec would be wrong in a second interpreter or a
+ * second copy of the module.  The module this interpreter has imported, in
+ * its sys.modules, is right; it is checked to be ours (PyModule_GetDef)
+ * before its state is read, whatever was put under its name. */
+static PyObject *imported_module(void)
 {
     PyObject *name = PyUnicode_FromString("pylayout._core");
     PyObject *mod = name ? PyImport_GetModule(name) : NULL;
@@ -18,9 +26,12 @@ static core_state *find_state(void)
             PyErr_SetString(PyExc_RuntimeError, "pylayout._core is not imported");
         return NULL;
     }
-    core_state *state = get_state(mod);
-    Py_DECREF(mod); /* sys.modules keeps it alive */
-    return state;
+    if (!PyModule_Check(mod) || PyModule_GetDef(mod) != &_plext_module_def) {
+        PyErr_SetString(PyExc_RuntimeError, "sys.modules['pylayout._core'] is not pylayout's extension module");
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
 }
 
 static int api_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
@@ -59,15 +70,16 @@ static int api_from_py(void *py_object, DLManagedTensorVersioned **out)
 
 static int api_to_py(DLManagedTensorVersioned *m, void **out)
 {
-    core_state *state = find_state();
-    if (!state) { /* ownership was handed to us: the deleter runs on every failure */
+    PyObject *mod = imported_module();
+    if (!mod) { /* ownership was handed to us: the deleter runs on every failure */
         PyObject *exc = PyErr_GetRaisedException_compat(); /* a deleter may run Python */
         if (m && m->deleter)
             m->deleter(m);
         PyErr_SetRaisedException_compat(exc);
         return -1;
     }
-    *out = _plext_wrap_managed(state, m);
+    *out = _plext_wrap_managed(get_state(mod), m); /* mod held: a failing deleter may run Python */
+    Py_DECREF(mod);
     return *out ? 0 : -1;
 }
 
