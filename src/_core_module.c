@@ -375,6 +375,25 @@ static void module_free(void *module)
 
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
+#ifdef Py_mod_multiple_interpreters /* 3.12+ */
+    /* Safe with a GIL per interpreter: every Python object and the producer
+     * cache live in module state (one per module copy, guarded by its own
+     * interpreter's GIL); the process-wide things are immutable (the
+     * exchange-API table, is_our_tensor's dealloc test) or the C core's,
+     * which is thread-safe because copies already run with the GIL
+     * released (locks, atomics and thread-locals, never Python).  The
+     * exchange API finds the caller's interpreter's module (_core_exchange.c).
+     * Whether numpy or torch can be used there is their own declaration. */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+#ifdef Py_mod_gil /* 3.13+ */
+    /* Not safe without the GIL: the producer cache's entries are several
+     * words written and read without a lock (a torn entry could pair one
+     * type with another's exchange API), type lookups keep borrowed
+     * references (PyDict_GetItemWithError, tp_mro) and increment_version is
+     * set lazily.  A free-threaded build re-enables the GIL on import. */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL},
 };
 
