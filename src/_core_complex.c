@@ -85,11 +85,12 @@ PyObject *_plext_mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
     pylayout_status st;
     /* Phase 1: every operand's Python-level work. */
     if (_plext_operand_take(state, re_obj, &re) < 0 || _plext_operand_take(state, im_obj, &im) < 0 ||
-        (has_out && _plext_operand_take(state, out_obj, &out) < 0) || _plext_operand_guard(&re) < 0 || _plext_operand_guard(&im) < 0 ||
-        (has_out && _plext_operand_guard(&out) < 0))
+        (has_out && _plext_operand_take(state, out_obj, &out) < 0) || _plext_operand_guard(&re) < 0 ||
+        _plext_operand_guard(&im) < 0 || (has_out && _plext_operand_guard(&out) < 0))
         goto done;
     /* Phase 2: the memory. */
-    if (_plext_operand_memory(&re, true) < 0 || _plext_operand_memory(&im, true) < 0 || (has_out && _plext_operand_memory(&out, true) < 0))
+    if (_plext_operand_memory(&re, true) < 0 || _plext_operand_memory(&im, true) < 0 ||
+        (has_out && _plext_operand_memory(&out, true) < 0))
         goto done;
     const DLTensor *dre = re.dl, *dim = im.dl, *dout;
     if (!has_out) {

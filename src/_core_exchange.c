@@ -88,7 +88,8 @@ static int api_dltensor_from_py(void *py_object, DLTensor *out)
     /* The API's contract says only objects of our own type come here, but a
      * class can copy the attribute: check, as api_from_py does. */
     if (!_plext_is_our_tensor(py_object)) {
-        PyErr_Format(PyExc_TypeError, "expected a pylayout.Tensor, got %.200s", Py_TYPE((PyObject *)py_object)->tp_name);
+        PyErr_Format(PyExc_TypeError, "expected a pylayout.Tensor, got %.200s",
+                     Py_TYPE((PyObject *)py_object)->tp_name);
         return -1;
     }
     *out = *((TensorObject *)py_object)->dl;

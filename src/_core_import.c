@@ -554,7 +554,8 @@ PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn)
  * ndarray for NumPy input).  Steals t. */
 PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor *t)
 {
-    const DLPackExchangeAPI *api = Py_IS_TYPE(like, state->TensorType) ? NULL : _plext_exchange_api_of(state, Py_TYPE(like));
+    const DLPackExchangeAPI *api =
+        Py_IS_TYPE(like, state->TensorType) ? NULL : _plext_exchange_api_of(state, Py_TYPE(like));
     if (PyErr_Occurred()) {
         _plext_release(t);
         return NULL;
