@@ -1,0 +1,241 @@
+/*
+ * _core.h - private to the extension pylayout._core (src/_core_*.c).
+ *
+ * What its files share: the module state, the Tensor object, the operand of
+ * the two-phase boundary (_core_import.c explains the rules), and the
+ * helpers more than one file calls.  Only this header and <pylayout.h>, the
+ * public API a C user sees, are included: the extension never reaches into
+ * the core's internal.h.
+ *
+ * Non-static symbols carry the `_plext_` prefix (as the core's carry
+ * `_pylayout_`); the extension is linked with hidden visibility, so none of
+ * them leaves the shared object: PyInit__core is its only export.
+ *
+ * Which file holds what:
+ *   _core_args.c      Python values <-> core values: argument parsers, statuses to exceptions
+ *   _core_tensor.c    the pylayout.Tensor type: getters, repr, buffer protocol, __dlpack__
+ *   _core_import.c    the boundary: producers and capsules in, torch guards, operands
+ *   _core_exchange.c  pylayout's own DLPack C exchange API (the provider side)
+ *   _core_layout.c    module functions: import, layout queries, conversions, copies
+ *   _core_complex.c   module functions: complex views, packing and unpacking
+ *   _core_module.c    configuration functions, docstrings, method table, module init
+ */
+#ifndef PYLAYOUT_EXT_CORE_H
+#define PYLAYOUT_EXT_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <pylayout.h> /* the extension is a client of the public API, like any C user */
+
+/* ------------------------------------------------------------------ state */
+
+/* What producer_of() learnt about one producer type.  `type` is not a
+ * reference: the entry is used only when type(x) is that address and its
+ * version tag is still `tag`, which proves it is the same, unmodified type. */
+typedef struct {
+    PyTypeObject *type;
+    unsigned int tag; /* 0: not cacheable */
+    const DLPackExchangeAPI *api;
+    bool is_torch;
+} producer_entry;
+
+#define PRODUCER_SLOTS 64
+
+typedef struct {
+    PyTypeObject *TensorType;
+    PyObject *str_dlpack;        /* "__dlpack__" */
+    PyObject *str_exchange;      /* "__dlpack_c_exchange_api__" */
+    PyObject *kw_max_version;    /* {"max_version": (1, 0)} */
+    PyObject *increment_version; /* torch.autograd.graph.increment_version, once needed */
+    producer_entry producers[PRODUCER_SLOTS];
+} core_state;
+
+extern struct PyModuleDef _plext_module_def;
+
+static inline core_state *get_state(PyObject *module)
+{
+    return (core_state *)PyModule_GetState(module);
+}
+
+/* The current exception as one object (PEP 3134 style), on every Python. */
+#if PY_VERSION_HEX >= 0x030C0000
+#define PyErr_GetRaisedException_compat PyErr_GetRaisedException
+#define PyErr_SetRaisedException_compat PyErr_SetRaisedException
+#else
+static inline PyObject *PyErr_GetRaisedException_compat(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (!type)
+        return NULL;
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+}
+
+static inline void PyErr_SetRaisedException_compat(PyObject *exc)
+{
+    if (!exc) {
+        PyErr_Clear();
+        return;
+    }
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+}
+#endif
+
+/* DLPack's capsule names. */
+#define VERSIONED_NAME "dltensor_versioned"
+#define USED_VERSIONED_NAME "used_dltensor_versioned"
+#define LEGACY_NAME "dltensor"
+#define USED_LEGACY_NAME "used_dltensor"
+#define EXCHANGE_NAME "dlpack_exchange_api"
+
+/* ------------------------------------------- core values, never failing */
+
+static inline const char *format_name(pylayout_format fmt)
+{
+    const char *name = "?";
+    pylayout_format_name(fmt, &name);
+    return name;
+}
+
+static inline const char *dtype_name_or(DLDataType dt, const char *fallback)
+{
+    const char *name = NULL;
+    return pylayout_dtype_name(dt, &name) == PYLAYOUT_OK ? name : fallback;
+}
+
+/* Bytes per element of a tensor's dtype: every pylayout tensor has a
+ * supported dtype, so this never fails for one. */
+static inline size_t itemsize_of(DLDataType dt)
+{
+    size_t n = 0;
+    pylayout_dtype_itemsize(dt, &n);
+    return n;
+}
+
+static inline bool is_host(DLDevice device)
+{
+    bool host = false;
+    pylayout_device_is_host(device, &host);
+    return host;
+}
+
+static inline const char *device_name_or(int32_t device_type, const char *fallback)
+{
+    const char *name = NULL;
+    return pylayout_device_name(device_type, &name) == PYLAYOUT_OK ? name : fallback;
+}
+
+static inline int64_t numel_of(const DLTensor *dl)
+{
+    int64_t n = 1;
+    for (int32_t d = 0; d < dl->ndim; d++)
+        n *= dl->shape[d];
+    return n;
+}
+
+/* ------------------------------------------------ _core_args.c: arguments */
+
+/* torch.preserve_format: keep a dense tensor as it is, else copy it in its
+ * own stride order (pylayout_like_order: torch's meaning for clone and
+ * empty_like).  Not a pylayout_format: only the functions that take it know it. */
+#define FORMAT_PRESERVE ((pylayout_format)-1)
+
+PyObject *_plext_raise_status(pylayout_status st);
+PyObject *_plext_raise_operand_status(pylayout_status st);
+int _plext_parse_format(PyObject *obj, pylayout_format *fmt);
+int _plext_parse_format_args(PyObject *format, PyObject *memory_format, pylayout_format *fmt, bool allow_preserve);
+int _plext_parse_copy(PyObject *copy, int *want);
+int _plext_parse_dtype(PyObject *obj, DLDataType *dt);
+int _plext_parse_int64_seq(PyObject *seq, const char *what, int64_t *out, int32_t *n);
+int _plext_parse_device(PyObject *obj, DLDevice *dev, int *given);
+PyObject *_plext_int64_tuple(const int64_t *v, int32_t n);
+int _plext_check_host(const DLTensor *dl, const char *what);
+
+/* ---------------------------------------------- _core_tensor.c: the type */
+
+typedef struct {
+    PyObject_HEAD
+    pylayout_tensor *tensor;
+    const DLTensor *dl; /* the tensor's own DLTensor, cached */
+    uint64_t flags;
+} TensorObject;
+
+extern PyType_Spec _plext_tensor_spec;
+
+void _plext_release(pylayout_tensor *t);
+PyObject *_plext_wrap_tensor(core_state *state, pylayout_tensor *t);
+PyObject *_plext_wrap_managed(core_state *state, DLManagedTensorVersioned *m);
+pylayout_tensor *_plext_copy_tensor(const DLTensor *src);
+bool _plext_is_our_tensor(PyObject *obj);
+
+/* -------------------------------------------- _core_import.c: the boundary */
+
+/* One operand of an operation, taken in the order rule 1 asks for:
+ *   operand_take    phase 1, Python: imports the producer (its __dlpack__,
+ *                   or nothing yet for a torch tensor);
+ *   operand_guard   phase 1, Python: torch's guards, before data is read;
+ *   operand_memory  phase 2, no Python: reads the DLTensor to use now;
+ *   operand_written after the memory is done: rule 3;
+ *   operand_release last: may run producer deleters, hence Python. */
+typedef struct {
+    PyObject *obj;                 /* the caller's object (borrowed) */
+    PyObject *held;                /* a pylayout.Tensor that keeps the memory alive, or NULL */
+    const DLPackExchangeAPI *late; /* read the DLTensor through this in phase 2 */
+    bool is_torch;
+    bool meta_only;                /* a torch tensor described from its Python metadata */
+    uint64_t flags;
+    DLTensor scratch;
+    const DLTensor *dl;            /* valid from operand_memory until operand_release */
+    int64_t dims[2 * PYLAYOUT_MAX_NDIM];
+} operand;
+
+int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
+int _plext_operand_guard(operand *op);
+int _plext_operand_memory(operand *op, bool for_data);
+int _plext_operand_written(core_state *state, operand *op);
+void _plext_operand_release(operand *op);
+const DLTensor *_plext_query_operand(core_state *state, PyObject *x, operand *op);
+PyObject *_plext_query(PyObject *module, PyObject *x, PyObject *(*answer)(const DLTensor *));
+
+const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject *tp);
+PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy);
+PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn);
+PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor *t);
+
+/* ----------------------------------------- _core_exchange.c: our C API */
+
+extern const DLPackExchangeAPI _plext_exchange_api;
+
+/* ---------------------------------- module functions (the method table) */
+
+/* _core_layout.c */
+PyObject *_plext_mod_from_dlpack(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_is_contiguous(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_suggest_format(PyObject *module, PyObject *x);
+PyObject *_plext_mod_is_dense(PyObject *module, PyObject *x);
+PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x);
+PyObject *_plext_mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_to_type(PyObject *module, PyObject *args);
+
+/* _core_complex.c */
+PyObject *_plext_mod_view_as_complex(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_view_as_real(PyObject *module, PyObject *z);
+PyObject *_plext_mod_canonicalize(PyObject *module, PyObject *x);
+PyObject *_plext_mod_pack_complex(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_unpack_complex(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_complex_view_strides(PyObject *module, PyObject *x);
+
+#endif /* PYLAYOUT_EXT_CORE_H */

@@ -1,0 +1,574 @@
+/*
+ * _core_import.c - the boundary: Python objects in, DLTensors out.
+ *
+ * Everything that turns a caller's object into memory pylayout may read or
+ * write lives here: DLPack capsules, __dlpack__ and its retries, the cache
+ * of producer types and their C exchange APIs, the torch guards and
+ * refusals, and the two-phase operand that the module functions use.  The
+ * rules below are why it is one file: each is kept here, and the module
+ * functions only call it.
+ */
+#include "_core.h"
+
+#include <string.h>
+
+/* ============================================================ the boundary
+ *
+ * The rules every operation here obeys (docs/reliability.md, "The Python
+ * boundary", lists the test of each):
+ *
+ *  1. Operands first, then memory.  All of an operation's Python-level work
+ *     (argument parsing with every __index__, every operand's __dlpack__,
+ *     the torch guards, attribute reads on torch tensors) runs first, in
+ *     operand_take() and operand_guard().  Only then does operand_memory()
+ *     read the data pointers, a torch tensor's through torch's C exchange
+ *     API (dltensor_from_py_object_no_sync, which runs no Python), and from
+ *     then until the operation is done with the memory no Python code runs:
+ *     no Python objects are made, no reference that could run a finaliser is
+ *     dropped.  Holding torch's DLPack export does not keep its memory (the
+ *     export shares the TensorImpl; set_() and resize_() swap the storage
+ *     under it), so a torch pointer is always read late, never kept.
+ *     Another *thread* mutating an operand during a copy is a data race, as
+ *     it is for torch's own ops.
+ *  2. A result that aliases a torch tensor's memory is a torch view of it:
+ *     pylayout/__init__.py sends torch tensors to pylayout.torch's view
+ *     functions (as_strided, view_as_real, ...), and the view functions here
+ *     (_core_complex.c, through import_for_view) refuse torch tensors rather
+ *     than rebuild memory they cannot keep alive.
+ *  3. A write into a torch tensor's memory bumps its version counter
+ *     (operand_written), so autograd's saved-tensor check sees it.
+ *  4. Every size computed from user numbers is checked for overflow (the
+ *     buffer export and nbytes in _core_tensor.c; the core validates every
+ *     DLTensor it is given).
+ */
+
+/* What pylayout knows about a producer type: its DLPack C exchange API (or
+ * NULL) and whether it is a torch.Tensor type, whose exchange API exports
+ * tensors that torch's own __dlpack__ refuses (see torch_guard). */
+typedef struct {
+    const DLPackExchangeAPI *api;
+    bool is_torch;
+} producer_info;
+
+/* Gives tp a version tag if it can have one; 0 if not (then nothing about
+ * the type is cached).  The tag changes whenever the type or a base is
+ * modified (an attribute set or deleted, __bases__ assigned), and a new type
+ * never gets an old type's tag. */
+static unsigned int type_tag(PyTypeObject *tp, PyObject *name)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    (void)name;
+    if (!PyUnstable_Type_AssignVersionTag(tp))
+        return 0;
+#else
+    (void)_PyType_Lookup(tp, name); /* assigns the tag; no Python code runs */
+    if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+#endif
+    return tp->tp_version_tag;
+}
+
+/* Finds type(x)'s exchange API without running Python (the MRO's dicts,
+ * no descriptors) and caches the answer in a small direct-mapped table,
+ * keyed by the type's address and checked by its version tag.  The table
+ * holds no references, so producer classes die as they would without
+ * pylayout, and a class that gains or loses __dlpack_c_exchange_api__ (or
+ * anything else) is looked at afresh.  Returns -1 with an exception set. */
+static int producer_of(core_state *state, PyTypeObject *tp, producer_info *info)
+{
+    producer_entry *e = &state->producers[((uintptr_t)tp >> 4) % PRODUCER_SLOTS];
+    if (e->type == tp && e->tag != 0 && tp->tp_version_tag == e->tag
+#ifdef Py_TPFLAGS_VALID_VERSION_TAG
+        && PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)
+#endif
+    ) {
+        info->api = e->api;
+        info->is_torch = e->is_torch;
+        return 0;
+    }
+    const DLPackExchangeAPI *api = NULL;
+    bool is_torch = false, found = false;
+    PyObject *mro = tp->tp_mro;
+    for (Py_ssize_t i = 0; mro && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (!strcmp(base->tp_name, "torch._C.TensorBase"))
+            is_torch = true;
+        PyObject *v = (!found && base->tp_dict) ? PyDict_GetItemWithError(base->tp_dict, state->str_exchange) : NULL;
+        if (v) {
+            found = true;
+            if (PyCapsule_IsValid(v, EXCHANGE_NAME)) {
+                const DLPackExchangeAPI *a = PyCapsule_GetPointer(v, EXCHANGE_NAME);
+                if (a && a->header.version.major == DLPACK_MAJOR_VERSION)
+                    api = a;
+            }
+        } else if (PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    /* pylayout's own API reads pylayout.Tensor objects only: a class that
+     * copied the attribute gets its __dlpack__ called instead. */
+    if (api == &_plext_exchange_api && tp != state->TensorType)
+        api = NULL;
+    unsigned int tag = type_tag(tp, state->str_exchange);
+    *e = (producer_entry){tp, tag, api, is_torch};
+    info->api = api;
+    info->is_torch = is_torch;
+    return 0;
+}
+
+const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject *tp)
+{
+    producer_info info;
+    return producer_of(state, tp, &info) < 0 ? NULL : info.api;
+}
+
+/* torch's C exchange API exports what torch.Tensor.__dlpack__ refuses:
+ * tensors with the conjugate or negative bit set (whose memory holds the
+ * un-negated values) and tensors that require grad (whose graph a DLPack
+ * round trip would silently cut).  Refuse them the same way, with the fix.
+ * Runs Python (a subclass may override any of these): phase 1 only. */
+static int torch_guard(PyObject *x)
+{
+    static const struct {
+        const char *method, *message;
+    } checks[] = {
+        {"is_conj", "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
+                    "call x.resolve_conj() first"},
+        {"is_neg", "the tensor has torch's negative bit set, so its memory holds the un-negated values; "
+                   "call x.resolve_neg() first"},
+    };
+    PyObject *rg = PyObject_GetAttrString(x, "requires_grad");
+    if (!rg)
+        return -1;
+    int requires_grad = PyObject_IsTrue(rg);
+    Py_DECREF(rg);
+    if (requires_grad < 0)
+        return -1;
+    if (requires_grad) {
+        PyErr_SetString(PyExc_BufferError,
+                        "the tensor requires grad, and passing it through DLPack would cut the autograd graph; "
+                        "use pylayout.torch's differentiable conversions, or x.detach() if no gradient "
+                        "should flow");
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        PyObject *r = PyObject_CallMethod(x, checks[i].method, NULL);
+        if (!r)
+            return -1;
+        int bit = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (bit < 0)
+            return -1;
+        if (bit) {
+            PyErr_SetString(PyExc_BufferError, checks[i].message);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A producer's exchange API failed: keep BufferError/TypeError/MemoryError,
+ * turn anything else into the BufferError DLPack consumers expect, keeping
+ * the producer's message. */
+static void *exchange_refused(PyObject *x)
+{
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_BufferError, "the producer could not export this tensor");
+    if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_TypeError) ||
+        PyErr_ExceptionMatches(PyExc_MemoryError))
+        return NULL;
+    PyObject *exc = PyErr_GetRaisedException_compat();
+    PyObject *msg = exc ? PyObject_Str(exc) : NULL;
+    PyErr_Format(PyExc_BufferError, "%.200s cannot be exported through DLPack: %S", Py_TYPE(x)->tp_name,
+                 msg ? msg : Py_None);
+    Py_XDECREF(msg);
+    Py_XDECREF(exc);
+    return NULL;
+}
+
+/* Why torch's exchange API refused `x`, in pylayout's words, when the reason
+ * is one pylayout knows (a tensor without strided memory); else NULL and no
+ * exception.  Runs Python: only on a failure path, once no memory is used. */
+static const char *torch_no_memory_reason(PyObject *x, PyObject **detail)
+{
+    *detail = NULL;
+    PyObject *layout = PyObject_GetAttrString(x, "layout");
+    PyObject *name = layout ? PyObject_Str(layout) : NULL;
+    Py_XDECREF(layout);
+    const char *s = name ? PyUnicode_AsUTF8(name) : NULL;
+    const char *why = NULL;
+    if (s && strcmp(s, "torch.strided") != 0) {
+        *detail = Py_NewRef(name);
+        why = "layout";
+    } else {
+        PyObject *nested = s ? PyObject_GetAttrString(x, "is_nested") : NULL;
+        if (nested && PyObject_IsTrue(nested) == 1) {
+            why = "nested";
+        } else {
+            PyObject *dev = s ? PyObject_GetAttrString(x, "device") : NULL;
+            PyObject *type = dev ? PyObject_GetAttrString(dev, "type") : NULL;
+            if (type && PyUnicode_Check(type) && PyUnicode_CompareWithASCIIString(type, "meta") == 0)
+                why = "meta";
+            Py_XDECREF(type);
+            Py_XDECREF(dev);
+        }
+        Py_XDECREF(nested);
+    }
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return why;
+}
+
+/* torch's exchange API refused x for a data operation: say why. */
+static int torch_refused(PyObject *x)
+{
+    PyObject *saved = PyErr_GetRaisedException_compat();
+    PyObject *detail;
+    const char *why = torch_no_memory_reason(x, &detail);
+    if (!why) {
+        PyErr_SetRaisedException_compat(saved);
+        exchange_refused(x);
+        return -1;
+    }
+    Py_XDECREF(saved);
+    if (!strcmp(why, "layout"))
+        PyErr_Format(PyExc_BufferError,
+                     "pylayout handles strided tensors; this one has layout %U: call x.to_dense() first", detail);
+    else if (!strcmp(why, "nested"))
+        PyErr_SetString(PyExc_BufferError,
+                        "pylayout handles strided tensors; this one is a nested tensor: call "
+                        "x.to_padded_tensor(0) first, or handle each of x.unbind()");
+    else
+        PyErr_SetString(PyExc_BufferError,
+                        "the tensor is on torch's meta device and has no memory: layout queries (is_contiguous, "
+                        "suggest_format, is_dense, explain) work on it, operations that read or write data "
+                        "do not");
+    Py_XDECREF(detail);
+    return -1;
+}
+
+/* --------------------------------------------------------------- capsules */
+
+/* Consumes a DLPack capsule (renaming it "used_...") into a new Tensor.
+ * The capsule is marked consumed before the import and unmarked if the
+ * import fails, so exactly one of the capsule and the Tensor ever owns the
+ * producer's deleter. */
+static PyObject *tensor_from_capsule(core_state *state, PyObject *capsule)
+{
+    pylayout_tensor *t = NULL;
+    pylayout_status st;
+    const char *name = PyCapsule_GetName(capsule);
+    if (!name && PyErr_Occurred())
+        return NULL;
+    if (name && !strcmp(name, VERSIONED_NAME)) {
+        DLManagedTensorVersioned *m = PyCapsule_GetPointer(capsule, VERSIONED_NAME);
+        if (!m || PyCapsule_SetName(capsule, USED_VERSIONED_NAME) < 0)
+            return NULL;
+        st = pylayout_tensor_from_versioned(m, &t);
+        if (st != PYLAYOUT_OK) {
+            PyCapsule_SetName(capsule, VERSIONED_NAME); /* the capsule still owns it */
+            return _plext_raise_status(st);
+        }
+    } else if (name && !strcmp(name, LEGACY_NAME)) {
+        DLManagedTensor *m = PyCapsule_GetPointer(capsule, LEGACY_NAME);
+        if (!m || PyCapsule_SetName(capsule, USED_LEGACY_NAME) < 0)
+            return NULL;
+        st = pylayout_tensor_from_legacy(m, 0, &t);
+        if (st != PYLAYOUT_OK) {
+            PyCapsule_SetName(capsule, LEGACY_NAME);
+            return _plext_raise_status(st);
+        }
+    } else if (name && (!strcmp(name, USED_VERSIONED_NAME) || !strcmp(name, USED_LEGACY_NAME))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "this DLPack capsule was already consumed; a capsule can be imported only once, "
+                        "so call __dlpack__() again for a new one");
+        return NULL;
+    } else {
+        PyErr_Format(PyExc_TypeError,
+                     "expected a DLPack capsule named 'dltensor' or 'dltensor_versioned', got one named %s",
+                     name ? name : "NULL");
+        return NULL;
+    }
+    return _plext_wrap_tensor(state, t);
+}
+
+/* Calls x.__dlpack__(max_version=(1, 0), copy=...), retrying for producers
+ * that predate the keywords: first with max_version alone (so a versioned
+ * capsule, and its read-only flag, still travels), then with none. */
+static PyObject *call_dlpack(core_state *state, PyObject *x, PyObject *copy)
+{
+    PyObject *meth = PyObject_GetAttr(x, state->str_dlpack);
+    if (!meth) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return NULL;
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "expected a DLPack producer (an object with __dlpack__, such as a torch.Tensor, a "
+                     "numpy.ndarray or a pylayout.Tensor) or a DLPack capsule, got %.200s",
+                     Py_TYPE(x)->tp_name);
+        return NULL;
+    }
+    PyObject *res = NULL, *kw = NULL, *empty = PyTuple_New(0);
+    if (!empty)
+        goto done;
+    if (copy != Py_None) {
+        kw = PyDict_Copy(state->kw_max_version);
+        if (!kw || PyDict_SetItemString(kw, "copy", copy) < 0)
+            goto done;
+        res = PyObject_Call(meth, empty, kw);
+        if (res || !PyErr_ExceptionMatches(PyExc_TypeError))
+            goto done;
+        PyErr_Clear(); /* no copy= keyword */
+    }
+    res = PyObject_Call(meth, empty, state->kw_max_version);
+    if (!res && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear(); /* a legacy producer: no keywords */
+        res = PyObject_CallNoArgs(meth);
+    }
+done:
+    Py_XDECREF(kw);
+    Py_XDECREF(empty);
+    Py_DECREF(meth);
+    return res;
+}
+
+/* Imports any DLPack producer into a new reference to a Tensor that owns
+ * the producer's export (for from_dlpack, and for producers whose export
+ * does keep their memory: everything but torch). */
+PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
+{
+    if (Py_IS_TYPE(x, state->TensorType))
+        return Py_NewRef(x);
+    if (PyCapsule_CheckExact(x))
+        return tensor_from_capsule(state, x);
+    producer_info info;
+    if (producer_of(state, Py_TYPE(x), &info) < 0)
+        return NULL;
+    if (info.api) {
+        DLManagedTensorVersioned *m = NULL;
+        if (info.is_torch && torch_guard(x) < 0)
+            return NULL;
+        if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
+            return info.is_torch ? (torch_refused(x), NULL) : exchange_refused(x);
+        return _plext_wrap_managed(state, m);
+    }
+    PyObject *capsule = call_dlpack(state, x, copy);
+    if (!capsule)
+        return NULL;
+    if (!PyCapsule_CheckExact(capsule)) {
+        PyErr_Format(PyExc_TypeError, "%.200s.__dlpack__() returned %.200s, not a PyCapsule", Py_TYPE(x)->tp_name,
+                     Py_TYPE(capsule)->tp_name);
+        Py_DECREF(capsule);
+        return NULL;
+    }
+    PyObject *res = tensor_from_capsule(state, capsule);
+    Py_DECREF(capsule);
+    return res;
+}
+
+/* ------------------------------------------------------------- operands */
+
+int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
+{
+    memset(op, 0, offsetof(operand, dims));
+    op->obj = obj;
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(obj, state->TensorType) && !PyCapsule_CheckExact(obj) &&
+        producer_of(state, Py_TYPE(obj), &info) < 0)
+        return -1;
+    if (info.api && info.api->dltensor_from_py_object_no_sync) {
+        /* torch (and any exchange-API producer): read late, every time */
+        op->late = info.api;
+        op->is_torch = info.is_torch;
+        if (!info.is_torch) { /* others keep their memory with their export: hold it for flags and lifetime */
+            DLManagedTensorVersioned *m = NULL;
+            if (info.api->managed_tensor_from_py_object_no_sync(obj, &m) != 0) {
+                exchange_refused(obj);
+                return -1;
+            }
+            if (!(op->held = _plext_wrap_managed(state, m)))
+                return -1;
+            op->flags = ((TensorObject *)op->held)->flags;
+        }
+        return 0;
+    }
+    op->held = _plext_import_tensor(state, obj, Py_None);
+    if (!op->held)
+        return -1;
+    op->flags = ((TensorObject *)op->held)->flags;
+    return 0;
+}
+
+int _plext_operand_guard(operand *op)
+{
+    return op->is_torch ? torch_guard(op->obj) : 0;
+}
+
+/* A torch tensor without exportable memory (meta) described from its sizes,
+ * strides and dtype, for metadata queries only.  Runs Python. */
+static int torch_metadata(operand *op)
+{
+    PyObject *detail;
+    const char *why = torch_no_memory_reason(op->obj, &detail);
+    if (why && strcmp(why, "meta") != 0) {
+        Py_XDECREF(detail);
+        return torch_refused(op->obj);
+    }
+    Py_XDECREF(detail);
+    PyObject *shape = PyObject_GetAttrString(op->obj, "shape");
+    PyObject *shape_t = shape ? PySequence_Tuple(shape) : NULL;
+    PyObject *strides = shape_t ? PyObject_CallMethod(op->obj, "stride", NULL) : NULL;
+    PyObject *strides_t = strides ? PySequence_Tuple(strides) : NULL;
+    PyObject *dtype = strides_t ? PyObject_GetAttrString(op->obj, "dtype") : NULL;
+    int rc = -1;
+    if (!dtype)
+        goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(shape_t);
+    if (n > PYLAYOUT_MAX_NDIM || PyTuple_GET_SIZE(strides_t) != n) {
+        PyErr_SetString(PyExc_BufferError, "the tensor's sizes and strides cannot be described");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        op->dims[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape_t, i));
+        op->dims[PYLAYOUT_MAX_NDIM + i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides_t, i));
+        if (PyErr_Occurred())
+            goto done;
+    }
+    DLDataType dt;
+    if (_plext_parse_dtype(dtype, &dt) < 0)
+        goto done;
+    PyObject *off = PyObject_CallMethod(op->obj, "storage_offset", NULL);
+    long long offset = off ? PyLong_AsLongLong(off) : -1;
+    Py_XDECREF(off);
+    if (offset < 0 || offset > (1LL << 40)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_BufferError, "the tensor's storage offset cannot be described");
+        goto done;
+    }
+    /* No memory: a stand-in address, never dereferenced (meta_only operands
+     * never reach a data operation), aligned as the storage offset makes the
+     * first element of a torch storage aligned, for the views' rules. */
+    op->scratch = (DLTensor){
+        .data = (void *)(uintptr_t)(4096 + (uint64_t)offset * itemsize_of(dt)), .device = {kDLExtDev, 0},
+        .ndim = (int32_t)n, .dtype = dt,
+        .shape = op->dims, .strides = op->dims + PYLAYOUT_MAX_NDIM, .byte_offset = 0,
+    };
+    op->dl = &op->scratch;
+    op->meta_only = true;
+    rc = 0;
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(shape_t);
+    Py_XDECREF(strides);
+    Py_XDECREF(strides_t);
+    Py_XDECREF(dtype);
+    return rc;
+}
+
+/* Phase 2: the DLTensor to use from now on.  For a data operation
+ * (for_data) no Python code runs here on success. */
+int _plext_operand_memory(operand *op, bool for_data)
+{
+    if (!op->late) {
+        op->dl = ((TensorObject *)op->held)->dl;
+        return 0;
+    }
+    if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
+        op->dl = &op->scratch;
+        return 0;
+    }
+    if (!op->is_torch) {
+        exchange_refused(op->obj);
+        return -1;
+    }
+    if (!for_data) { /* a metadata _plext_query: meta tensors answer from their sizes and strides */
+        PyErr_Clear();
+        return torch_metadata(op);
+    }
+    return torch_refused(op->obj);
+}
+
+/* After a write into op's memory: torch's autograd must see it (rule 3). */
+int _plext_operand_written(core_state *state, operand *op)
+{
+    if (!op->is_torch)
+        return 0;
+    if (!state->increment_version) {
+        PyObject *graph = PyImport_ImportModule("torch.autograd.graph");
+        state->increment_version = graph ? PyObject_GetAttrString(graph, "increment_version") : NULL;
+        Py_XDECREF(graph);
+        if (!state->increment_version)
+            return -1;
+    }
+    PyObject *r = PyObject_CallOneArg(state->increment_version, op->obj);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+void _plext_operand_release(operand *op)
+{
+    Py_CLEAR(op->held);
+    op->dl = NULL;
+}
+
+/* The DLTensor of x for a metadata _plext_query, in op (_plext_release it after use). */
+const DLTensor *_plext_query_operand(core_state *state, PyObject *x, operand *op)
+{
+    if (_plext_operand_take(state, x, op) < 0 || _plext_operand_memory(op, false) < 0)
+        return NULL;
+    return op->dl;
+}
+
+/* A metadata _plext_query of x: `answer` computes the result from its DLTensor
+ * (no memory is read, so Python may run afterwards). */
+PyObject *_plext_query(PyObject *module, PyObject *x, PyObject *(*answer)(const DLTensor *))
+{
+    operand op = {.held = NULL};
+    const DLTensor *dl = _plext_query_operand(get_state(module), x, &op);
+    PyObject *res = dl ? answer(dl) : NULL;
+    _plext_operand_release(&op);
+    return res;
+}
+
+/* Imports x for a zero-copy view, refusing torch tensors (rule 2): a view
+ * rebuilt over torch's memory could not keep torch's storage alive, so
+ * pylayout makes those with torch's own view ops (pylayout.torch). */
+PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn)
+{
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(x, state->TensorType) && !PyCapsule_CheckExact(x) && producer_of(state, Py_TYPE(x), &info) < 0)
+        return NULL;
+    if (info.is_torch) {
+        PyErr_Format(PyExc_TypeError,
+                     "pylayout._core.%s makes no views of torch tensors (they would not keep torch's storage "
+                     "alive); call pylayout.%s, which makes them with torch's view ops",
+                     fn, fn);
+        return NULL;
+    }
+    return _plext_import_tensor(state, x, Py_None);
+}
+
+/* Wraps a freshly allocated tensor (never one aliasing an input: rule 2) as
+ * the kind of object `like` is: through the exchange API of type(like) when
+ * it has one, else a pylayout.Tensor (the Python shim turns that into an
+ * ndarray for NumPy input).  Steals t. */
+PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor *t)
+{
+    const DLPackExchangeAPI *api =
+        Py_IS_TYPE(like, state->TensorType) ? NULL : _plext_exchange_api_of(state, Py_TYPE(like));
+    if (PyErr_Occurred()) {
+        _plext_release(t);
+        return NULL;
+    }
+    if (!api || !api->managed_tensor_to_py_object_no_sync)
+        return _plext_wrap_tensor(state, t);
+    DLManagedTensorVersioned *m;
+    pylayout_status st = pylayout_tensor_to_versioned(t, &m);
+    _plext_release(t);
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    void *out = NULL;
+    if (api->managed_tensor_to_py_object_no_sync(m, &out) != 0)
+        return NULL;
+    return out;
+}

@@ -1,0 +1,376 @@
+/*
+ * _core_layout.c - module functions: import, layout queries, conversions.
+ *
+ * from_dlpack, is_contiguous, suggest_format, is_dense, empty, contiguous,
+ * to_order, copy_into, the strides queries and _to_type.  Each one parses
+ * its arguments, takes its operands through the boundary (_core_import.c)
+ * and calls the C core; the layout rules themselves live in the core.
+ */
+#include "_core.h"
+
+PyObject *_plext_mod_from_dlpack(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "device", "copy", NULL};
+    PyObject *x, *device = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OO:from_dlpack", kwlist, &x, &device, &copy))
+        return NULL;
+    core_state *state = get_state(module);
+    DLDevice want;
+    int given, want_copy = 0;
+    if (_plext_parse_device(device, &want, &given) < 0)
+        return NULL;
+    if (copy != Py_None && (want_copy = PyObject_IsTrue(copy)) < 0)
+        return NULL;
+    /* Only a producer reached through __dlpack__ sees copy=; it says it
+     * copied by setting IS_COPIED.  Everything else is copied here. */
+    bool producer_may_copy = !Py_IS_TYPE(x, state->TensorType) && !PyCapsule_CheckExact(x) &&
+                             !_plext_exchange_api_of(state, Py_TYPE(x));
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *in = _plext_import_tensor(state, x, copy), *res = NULL;
+    if (!in)
+        return NULL;
+    const DLTensor *dl = ((TensorObject *)in)->dl;
+    if (given && (want.device_type != dl->device.device_type || want.device_id != dl->device.device_id)) {
+        PyErr_Format(PyExc_BufferError,
+                     "the tensor lives on device (%d, %d), not (%d, %d); pylayout does not move data between "
+                     "devices",
+                     (int)dl->device.device_type, (int)dl->device.device_id, (int)want.device_type,
+                     (int)want.device_id);
+        goto done;
+    }
+    if (want_copy && !(producer_may_copy && (((TensorObject *)in)->flags & PYLAYOUT_FLAG_IS_COPIED))) {
+        pylayout_tensor *c = _plext_copy_tensor(dl);
+        res = c ? _plext_wrap_tensor(state, c) : NULL;
+    } else {
+        res = Py_NewRef(in);
+    }
+done:
+    Py_DECREF(in);
+    return res;
+}
+
+PyObject *_plext_mod_is_contiguous(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "format", "memory_format", NULL};
+    PyObject *x, *fmt_obj = NULL, *mf_obj = NULL, *res = NULL;
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$O:is_contiguous", kwlist, &x, &fmt_obj, &mf_obj))
+        return NULL;
+    if (_plext_parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0)
+        return NULL;
+    operand op = {.held = NULL};
+    bool result = false;
+    const DLTensor *dl = _plext_query_operand(get_state(module), x, &op);
+    if (dl) {
+        pylayout_status st = fmt == FORMAT_PRESERVE ? pylayout_is_dense(dl, &result)
+                                                    : pylayout_is_contiguous(dl, fmt, &result);
+        res = st != PYLAYOUT_OK ? _plext_raise_status(st) : PyBool_FromLong(result);
+    }
+    _plext_operand_release(&op);
+    return res;
+}
+
+static PyObject *suggest_format_of(const DLTensor *dl)
+{
+    pylayout_format fmt;
+    pylayout_status st = pylayout_suggest_format(dl, &fmt);
+    return st != PYLAYOUT_OK ? _plext_raise_status(st) : PyUnicode_FromString(format_name(fmt));
+}
+
+PyObject *_plext_mod_suggest_format(PyObject *module, PyObject *x)
+{
+    return _plext_query(module, x, suggest_format_of);
+}
+
+static PyObject *is_dense_of(const DLTensor *dl)
+{
+    bool result = false;
+    pylayout_status st = pylayout_is_dense(dl, &result);
+    return st != PYLAYOUT_OK ? _plext_raise_status(st) : PyBool_FromLong(result);
+}
+
+PyObject *_plext_mod_is_dense(PyObject *module, PyObject *x)
+{
+    return _plext_query(module, x, is_dense_of);
+}
+
+PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"shape", "dtype", "format", "order", NULL};
+    PyObject *shape_obj, *dtype_obj = NULL, *fmt_obj = NULL, *order_obj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:empty", kwlist, &shape_obj, &dtype_obj, &fmt_obj,
+                                     &order_obj))
+        return NULL;
+    int64_t shape[PYLAYOUT_MAX_NDIM], order64[PYLAYOUT_MAX_NDIM];
+    int32_t ndim, order_n, order[PYLAYOUT_MAX_NDIM];
+    DLDataType dt = {kDLFloat, 32, 1};
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
+    if (_plext_parse_int64_seq(shape_obj, "shape must be a sequence of ints", shape, &ndim) < 0)
+        return NULL;
+    if (dtype_obj && _plext_parse_dtype(dtype_obj, &dt) < 0)
+        return NULL;
+    if (fmt_obj == Py_None)
+        fmt_obj = NULL;
+    if (fmt_obj && _plext_parse_format(fmt_obj, &fmt) < 0)
+        return NULL;
+    pylayout_tensor *t;
+    pylayout_status st;
+    if (order_obj != Py_None) {
+        if (fmt_obj) {
+            PyErr_SetString(PyExc_ValueError, "give format or order, not both");
+            return NULL;
+        }
+        if (_plext_parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &order_n) < 0)
+            return NULL;
+        if (order_n != ndim) {
+            PyErr_Format(PyExc_ValueError, "order has %d entries but shape has %d", (int)order_n, (int)ndim);
+            return NULL;
+        }
+        for (int32_t i = 0; i < ndim; i++)
+            order[i] = order64[i] < 0 || order64[i] >= ndim ? -1 : (int32_t)order64[i];
+        st = pylayout_tensor_empty_order(ndim, shape, dt, order, &t);
+    } else {
+        st = pylayout_tensor_empty(ndim, shape, dt, fmt, &t);
+    }
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    return _plext_wrap_tensor(get_state(module), t);
+}
+
+/* The copying half of contiguous() and to_order(): x's metadata said a copy
+ * is needed.  Guards x, reads its memory afresh (rule 1), fills a new tensor
+ * dense in `order` (or `fmt` when order is NULL) with the GIL released, and
+ * returns it as the kind of object x is.  `n_order` is the length the order
+ * was checked against: the fresh read must still have that many dims. */
+static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt, const int32_t *order,
+                              int32_t n_order)
+{
+    pylayout_tensor *out = NULL;
+    pylayout_status st;
+    if (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0) /* phase 2 from here */
+        return NULL;
+    if (order && x->dl->ndim != n_order) {
+        PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n_order,
+                     (int)x->dl->ndim);
+        return NULL;
+    }
+    if (_plext_check_host(x->dl, "the input") < 0)
+        return NULL;
+    const DLTensor *dl = x->dl;
+    Py_BEGIN_ALLOW_THREADS
+    st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
+    Py_END_ALLOW_THREADS
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    return _plext_export_like(state, x->obj, out); /* memory done: Python may run again */
+}
+
+/* A copy of x laid out like x (_plext_copy_tensor), for torch.preserve_format. */
+static PyObject *copy_like(core_state *state, operand *x)
+{
+    if (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0 || _plext_check_host(x->dl, "the input") < 0)
+        return NULL;
+    pylayout_tensor *out = _plext_copy_tensor(x->dl);
+    return out ? _plext_export_like(state, x->obj, out) : NULL;
+}
+
+PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "format", "memory_format", "copy", NULL};
+    PyObject *x_obj, *fmt_obj = NULL, *mf_obj = NULL, *copy = Py_None, *res = NULL;
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
+    int want_copy;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:contiguous", kwlist, &x_obj, &fmt_obj, &mf_obj, &copy))
+        return NULL;
+    if (_plext_parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0 || _plext_parse_copy(copy, &want_copy) < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    operand x = {.held = NULL};
+    if (!_plext_query_operand(state, x_obj, &x))
+        goto done;
+    bool already = false; /* false for channels_last formats of the wrong rank */
+    pylayout_status st = PYLAYOUT_OK;
+    if (fmt == FORMAT_PRESERVE) { /* dense: kept as it is; else a copy in its stride order (copy_like) */
+        st = pylayout_is_dense(x.dl, &already);
+    } else {
+        st = pylayout_is_contiguous(x.dl, fmt, &already);
+    }
+    if (st != PYLAYOUT_OK)
+        _plext_raise_status(st);
+    else if (already && want_copy != 1)
+        res = Py_NewRef(x_obj);
+    else if (!already && want_copy == 0)
+        PyErr_Format(PyExc_ValueError, "copy=False, but the tensor is not %s: converting it needs a copy",
+                     fmt == FORMAT_PRESERVE ? "dense" : format_name(fmt));
+    else if (fmt == FORMAT_PRESERVE)
+        res = copy_like(state, &x);
+    else
+        res = convert_like(state, &x, fmt, NULL, 0);
+done:
+    _plext_operand_release(&x);
+    return res;
+}
+
+PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "order", "copy", NULL};
+    PyObject *x_obj, *order_obj, *copy = Py_None, *res = NULL;
+    int want_copy;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:to_order", kwlist, &x_obj, &order_obj, &copy) ||
+        _plext_parse_copy(copy, &want_copy) < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    int64_t order64[PYLAYOUT_MAX_NDIM];
+    int32_t order[PYLAYOUT_MAX_NDIM], n;
+    if (_plext_parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
+        return NULL;
+    operand x = {.held = NULL};
+    pylayout_status st;
+    if (!_plext_query_operand(state, x_obj, &x))
+        goto done;
+    if (n != x.dl->ndim) {
+        PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n, (int)x.dl->ndim);
+        goto done;
+    }
+    for (int32_t i = 0; i < n; i++)
+        order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
+    bool already = false;
+    if ((st = pylayout_is_in_order(x.dl, order, &already)) != PYLAYOUT_OK) {
+        _plext_raise_status(st);
+        goto done;
+    }
+    if (already && want_copy != 1)
+        res = Py_NewRef(x_obj);
+    else if (!already && want_copy == 0)
+        PyErr_SetString(PyExc_ValueError, "copy=False, but the tensor is not dense in that order: converting "
+                                          "it needs a copy");
+    else
+        res = convert_like(state, &x, PYLAYOUT_FORMAT_CONTIGUOUS, order, n);
+done:
+    _plext_operand_release(&x);
+    return res;
+}
+
+PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"dst", "src", NULL};
+    PyObject *dst_obj, *src_obj, *res = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_into", kwlist, &dst_obj, &src_obj))
+        return NULL;
+    core_state *state = get_state(module);
+    operand dst = {.held = NULL}, src = {.held = NULL};
+    /* Phase 1: every operand's Python-level work, dst's included. */
+    if (_plext_operand_take(state, dst_obj, &dst) < 0 || _plext_operand_take(state, src_obj, &src) < 0 ||
+        _plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0)
+        goto done;
+    /* Phase 2: the memory, read now and used before any Python runs. */
+    if (_plext_operand_memory(&dst, true) < 0 || _plext_operand_memory(&src, true) < 0)
+        goto done;
+    if (dst.flags & PYLAYOUT_FLAG_READ_ONLY) {
+        PyErr_SetString(PyExc_ValueError, "dst is read-only: its producer did not hand it over for writing");
+        goto done;
+    }
+    if (_plext_check_host(dst.dl, "dst") < 0 || _plext_check_host(src.dl, "src") < 0)
+        goto done;
+    pylayout_status st;
+    const DLTensor *s = src.dl;
+    DLTensor *d = (DLTensor *)dst.dl;
+    Py_BEGIN_ALLOW_THREADS
+    st = pylayout_copy(s, d);
+    Py_END_ALLOW_THREADS
+    if (st != PYLAYOUT_OK) {
+        _plext_raise_status(st);
+        goto done;
+    }
+    if (_plext_operand_written(state, &dst) < 0)
+        goto done;
+    res = Py_NewRef(dst_obj);
+done:
+    _plext_operand_release(&src);
+    _plext_operand_release(&dst);
+    return res;
+}
+
+/* The strides of x with its size-1 dims' strides canonical
+ * (pylayout_canonical_strides).  Metadata only. */
+static PyObject *canonical_strides_of(const DLTensor *dl)
+{
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    pylayout_status st = pylayout_canonical_strides(dl, strides);
+    return st != PYLAYOUT_OK ? _plext_raise_status(st) : _plext_int64_tuple(strides, dl->ndim);
+}
+
+PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x)
+{
+    return _plext_query(module, x, canonical_strides_of);
+}
+
+/* The strides pylayout gives a dense tensor of `shape` in a format or a dim
+ * order (pylayout_format_strides / pylayout_order_strides): what a
+ * conversion would produce, for backends that move the bytes themselves
+ * (torch on CUDA, meta). */
+PyObject *_plext_mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    (void)module;
+    static char *kwlist[] = {"shape", "format", NULL};
+    PyObject *shape_obj, *fmt_obj = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:format_strides", kwlist, &shape_obj, &fmt_obj))
+        return NULL;
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    int32_t ndim;
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
+    if (_plext_parse_int64_seq(shape_obj, "shape must be a sequence of ints", shape, &ndim) < 0 ||
+        (fmt_obj && _plext_parse_format(fmt_obj, &fmt) < 0))
+        return NULL;
+    pylayout_status st = pylayout_format_strides(ndim, shape, fmt, strides);
+    return st != PYLAYOUT_OK ? _plext_raise_status(st) : _plext_int64_tuple(strides, ndim);
+}
+
+PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    (void)module;
+    static char *kwlist[] = {"shape", "order", NULL};
+    PyObject *shape_obj, *order_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:order_strides", kwlist, &shape_obj, &order_obj))
+        return NULL;
+    int64_t shape[PYLAYOUT_MAX_NDIM], order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    int32_t ndim, n, order[PYLAYOUT_MAX_NDIM];
+    if (_plext_parse_int64_seq(shape_obj, "shape must be a sequence of ints", shape, &ndim) < 0 ||
+        _plext_parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
+        return NULL;
+    if (n != ndim) {
+        PyErr_Format(PyExc_ValueError, "order has %d entries but shape has %d", (int)n, (int)ndim);
+        return NULL;
+    }
+    for (int32_t i = 0; i < n; i++)
+        order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
+    pylayout_status st = pylayout_order_strides(ndim, shape, order, strides);
+    return st != PYLAYOUT_OK ? _plext_raise_status(st) : _plext_int64_tuple(strides, ndim);
+}
+
+PyObject *_plext_mod_to_type(PyObject *module, PyObject *args)
+{
+    PyObject *tensor, *target;
+    if (!PyArg_ParseTuple(args, "OO!:_to_type", &tensor, &PyType_Type, &target))
+        return NULL;
+    core_state *state = get_state(module);
+    if (!Py_IS_TYPE(tensor, state->TensorType)) {
+        PyErr_SetString(PyExc_TypeError, "expected a pylayout.Tensor");
+        return NULL;
+    }
+    const DLPackExchangeAPI *api = _plext_exchange_api_of(state, (PyTypeObject *)target);
+    if (!api) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    DLManagedTensorVersioned *m;
+    pylayout_status st = pylayout_tensor_to_versioned(((TensorObject *)tensor)->tensor, &m);
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    void *out = NULL;
+    if (api->managed_tensor_to_py_object_no_sync(m, &out) != 0)
+        return NULL;
+    return out;
+}

@@ -1,0 +1,415 @@
+/*
+ * _core_module.c - the module pylayout._core: configuration functions,
+ * docstrings, the method table and initialisation.
+ *
+ * Multi-phase initialisation (PEP 489); all state lives in module state
+ * (core_state, _core.h).  The other module functions live by theme in
+ * _core_layout.c and _core_complex.c; their docstrings are here, next to
+ * the table, so the module's Python surface reads in one place.
+ */
+#include "_core.h"
+
+/* ------------------------------------------------------------ configuration */
+
+static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    int n = v < 0 ? 0 : v > 4096 ? 4096 : (int)v;
+    bool warn = false; /* the C core says once per process; C users get it on stderr */
+    int machine = 1;
+    pylayout_status st = pylayout_set_num_threads_quiet(n, &warn, &machine);
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    if (warn && PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                 "pylayout.set_num_threads(%ld) asks for more threads than this process can run at "
+                                 "once here (%d: the CPUs in its affinity mask, at most OMP_THREAD_LIMIT); "
+                                 "copies use %d",
+                                 v, machine, machine) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Test hook: the threads the calling thread's last copy was entitled to. */
+static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int n = 0;
+    pylayout_last_copy_threads(&n);
+    return PyLong_FromLong(n);
+}
+
+static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int n = 1;
+    pylayout_get_num_threads(&n);
+    return PyLong_FromLong(n);
+}
+
+static PyObject *mod_set_cache_limit(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    long long v = PyLong_AsLongLong(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    pylayout_status st = pylayout_set_cache_limit((int64_t)v);
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_cache_info(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    int64_t limit = 0, held = 0;
+    pylayout_cache_info(&limit, &held);
+    return Py_BuildValue("{s:L,s:L}", "limit", (long long)limit, "held", (long long)held);
+}
+
+static PyObject *mod_build_info(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    bool openmp = false;
+    const char *simd = "unknown";
+    pylayout_build_info(&openmp, &simd);
+    int n = 1;
+    pylayout_get_num_threads(&n);
+    return Py_BuildValue("{s:s,s:s,s:O,s:s,s:i}", "version", PYLAYOUT_VERSION_STRING, "dlpack_version",
+                         Py_STRINGIFY(DLPACK_MAJOR_VERSION) "." Py_STRINGIFY(DLPACK_MINOR_VERSION), "openmp",
+                         openmp ? Py_True : Py_False, "simd", simd, "num_threads", n);
+}
+
+/* Docstrings: a signature line for inspect.signature (__text_signature__),
+ * then what the function does and a runnable example (doctest runs them). */
+PyDoc_STRVAR(from_dlpack_doc,
+"from_dlpack($module, /, x, *, device=None, copy=None)\n--\n\n"
+"A zero-copy pylayout.Tensor over the memory of any DLPack producer.\n\n"
+"`x` is a torch.Tensor, a numpy.ndarray, a pylayout.Tensor, any object with\n"
+"__dlpack__, or a DLPack capsule.  Shape, strides (in elements), byte offset\n"
+"and the read-only flag are kept.  device=None or the tensor's own device;\n"
+"copy as in the Array API (None: copy only if needed, True: always).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> t = pl.from_dlpack(np.zeros((2, 3), np.float32).T)\n"
+">>> t.shape, t.strides, t.dtype\n"
+"((3, 2), (1, 3), 'float32')");
+
+PyDoc_STRVAR(is_contiguous_doc,
+"is_contiguous($module, /, x, format='contiguous', *, memory_format=None)\n--\n\n"
+"Whether x is dense in `format`, with exactly torch's rules.\n\n"
+"`format` (or torch's keyword memory_format) is 'contiguous' ('C'),\n"
+"'channels_last' (4-D), 'channels_last_3d' (5-D), 'fortran' ('F'), a\n"
+"torch.memory_format, or torch.preserve_format (then: dense in any order).\n"
+"Metadata only: works on any device, meta tensors included.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> a = np.zeros((2, 3))\n"
+">>> pl.is_contiguous(a), pl.is_contiguous(a.T), pl.is_contiguous(a.T, 'F')\n"
+"(True, False, True)");
+
+PyDoc_STRVAR(suggest_format_doc,
+"suggest_format($module, x, /)\n--\n\n"
+"The memory format torch's suggest_memory_format would name for x:\n"
+"'contiguous', 'channels_last' or 'channels_last_3d'.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl.suggest_format(np.zeros((2, 4, 4, 3)).transpose(0, 3, 1, 2))\n"
+"'channels_last'");
+
+PyDoc_STRVAR(is_dense_doc,
+"is_dense($module, x, /)\n--\n\n"
+"Whether x's elements fill a block of memory with no gaps or overlaps, in\n"
+"any dim order (size-1 dims aside).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> a = np.zeros((4, 6))\n"
+">>> pl.is_dense(a.T), pl.is_dense(a[:, ::2])\n"
+"(True, False)");
+
+PyDoc_STRVAR(empty_doc,
+"empty($module, /, shape, dtype='float32', *, format=None, order=None)\n--\n\n"
+"A new uninitialised CPU pylayout.Tensor, dense in `format` or in the dim\n"
+"`order` (outermost first).  dtype is a name, a torch or NumPy dtype, or a\n"
+"NumPy scalar type such as numpy.float32.\n\n"
+">>> import pylayout as pl\n"
+">>> pl.empty((2, 3, 4, 5), 'float16', format='channels_last').strides\n"
+"(60, 1, 15, 3)\n"
+">>> pl.empty((2, 3), order=(1, 0)).strides\n"
+"(1, 2)");
+
+PyDoc_STRVAR(contiguous_doc,
+"contiguous($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
+"The C half of pylayout.contiguous (which see): x itself when already in\n"
+"`format`, else a converted copy of the same kind.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.contiguous(pl.from_dlpack(np.zeros((2, 3)).T)).strides\n"
+"(2, 1)");
+
+PyDoc_STRVAR(to_order_doc,
+"to_order($module, /, x, order, *, copy=None)\n--\n\n"
+"The C half of pylayout.to_order (which see).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.to_order(pl.from_dlpack(np.zeros((2, 3))), (1, 0)).strides\n"
+"(1, 2)");
+
+PyDoc_STRVAR(copy_into_doc,
+"copy_into($module, /, dst, src)\n--\n\n"
+"The C half of pylayout.copy_into (which see): copies src into dst, same\n"
+"shape and dtype, any strides; returns dst.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> out = np.zeros((2, 2))\n"
+">>> pl._core.copy_into(out, np.eye(2)) is out\n"
+"True");
+
+PyDoc_STRVAR(view_as_complex_doc,
+"view_as_complex($module, /, x, *, copy=None)\n--\n\n"
+"The C half of pylayout.view_as_complex (which see), for non-torch input;\n"
+"returns a pylayout.Tensor.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.view_as_complex(np.zeros((3, 2), np.float32)).dtype\n"
+"'complex64'");
+
+PyDoc_STRVAR(view_as_real_doc,
+"view_as_real($module, z, /)\n--\n\n"
+"The C half of pylayout.view_as_real (which see), for non-torch input.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.view_as_real(np.zeros(3, np.complex64)).shape\n"
+"(3, 2)");
+
+PyDoc_STRVAR(canonicalize_doc,
+"canonicalize($module, x, /)\n--\n\n"
+"The C half of pylayout.canonicalize (which see), for non-torch input.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.canonicalize(np.zeros((4, 2, 1), np.float32).transpose(0, 2, 1)).strides\n"
+"(2, 2, 1)");
+
+PyDoc_STRVAR(pack_complex_doc,
+"pack_complex($module, /, re, im, *, out=None)\n--\n\n"
+"The C half of pylayout.pack_complex (which see).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.pack_complex(np.ones(2), np.zeros(2)).dtype\n"
+"'complex128'");
+
+PyDoc_STRVAR(unpack_complex_doc,
+"unpack_complex($module, /, z, *, copy=True)\n--\n\n"
+"The C half of pylayout.unpack_complex (which see).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> [t.strides for t in pl._core.unpack_complex(np.zeros(3, np.complex64), copy=False)]\n"
+"[(2,), (2,)]");
+
+PyDoc_STRVAR(set_num_threads_doc,
+"set_num_threads($module, n, /)\n--\n\n"
+"Sets the number of threads pylayout's copies use, for the whole process\n"
+"(n >= 1; 0 or less restores the default).\n\n"
+">>> import pylayout as pl\n"
+">>> n = pl.get_num_threads(); pl.set_num_threads(1); pl.get_num_threads()\n"
+"1\n"
+">>> pl.set_num_threads(n)");
+
+PyDoc_STRVAR(get_num_threads_doc,
+"get_num_threads($module, /)\n--\n\n"
+"The number of threads pylayout's copies use (1 without OpenMP).\n\n"
+">>> import pylayout as pl\n"
+">>> pl.get_num_threads() >= 1\n"
+"True");
+
+PyDoc_STRVAR(last_copy_threads_doc,
+"_last_copy_threads($module, /)\n--\n\n"
+"The number of threads the calling thread's last copy was entitled to: a\n"
+"test hook for the thread-count rules (docs/reliability.md), never a timing.");
+
+PyDoc_STRVAR(set_cache_limit_doc,
+"set_cache_limit($module, nbytes, /)\n--\n\n"
+"Caps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
+"lazily freed so the kernel reclaims them under memory pressure; 0 releases\n"
+"them now and turns the cache off.  Default: $PYLAYOUT_CACHE_LIMIT, else an\n"
+"eighth of the least of physical memory (at least 1 GiB), the cgroup's\n"
+"memory limit and the room RLIMIT_AS leaves, re-read when it matters.\n\n"
+">>> import pylayout as pl\n"
+">>> old = pl.cache_info()['limit']; pl.set_cache_limit(0); pl.cache_info()['held']\n"
+"0\n"
+">>> pl.set_cache_limit(old)");
+
+PyDoc_STRVAR(cache_info_doc,
+"cache_info($module, /)\n--\n\n"
+"{'limit': bytes, 'held': bytes} of the output reuse cache.\n\n"
+">>> import pylayout as pl\n"
+">>> sorted(pl.cache_info())\n"
+"['held', 'limit']");
+
+PyDoc_STRVAR(build_info_doc,
+"build_info($module, /)\n--\n\n"
+"Facts about this build: version, DLPack version, OpenMP, the SIMD path\n"
+"chosen at run time, the thread count.\n\n"
+">>> import pylayout as pl\n"
+">>> sorted(pl._core.build_info())[:3]\n"
+"['dlpack_version', 'num_threads', 'openmp']");
+
+PyDoc_STRVAR(to_type_doc,
+"_to_type($module, tensor, target, /)\n--\n\n"
+"tensor (a pylayout.Tensor) as an object of type `target` through that\n"
+"type's DLPack C exchange API, or None if it has none.  For the benchmark.");
+
+PyDoc_STRVAR(complex_view_strides_doc,
+"complex_view_strides($module, x, /)\n--\n\n"
+"The real strides under which x (..., 2) views as complex without moving\n"
+"memory (twice the complex strides, then 1), or a str saying why no view\n"
+"exists.  The rule pylayout.view_as_complex applies; metadata only.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.complex_view_strides(np.zeros((4, 1, 2), np.float32).transpose(1, 0, 2))\n"
+"(2, 2, 1)");
+
+PyDoc_STRVAR(canonical_strides_doc,
+"canonical_strides($module, x, /)\n--\n\n"
+"x's strides with each size-1 dim's stride canonical (pylayout.canonicalize).\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.canonical_strides(np.zeros((4, 2, 1), np.float32).transpose(0, 2, 1))\n"
+"(2, 2, 1)");
+
+PyDoc_STRVAR(format_strides_doc,
+"format_strides($module, /, shape, format='contiguous')\n--\n\n"
+"The element strides of a dense tensor of `shape` in `format` (what\n"
+"pylayout.contiguous(x, format) gives x of that shape).\n\n"
+">>> import pylayout as pl\n"
+">>> pl._core.format_strides((2, 3, 4, 5), 'channels_last')\n"
+"(60, 1, 15, 3)");
+
+PyDoc_STRVAR(order_strides_doc,
+"order_strides($module, /, shape, order)\n--\n\n"
+"The element strides of a dense tensor of `shape` whose dims are laid out\n"
+"in `order`, outermost first (what pylayout.to_order gives).\n\n"
+">>> import pylayout as pl\n"
+">>> pl._core.order_strides((2, 3, 4), (2, 0, 1))\n"
+"(3, 1, 6)");
+
+#define KW_METHOD(name, fn) {#name, (PyCFunction)(void (*)(void))fn, METH_VARARGS | METH_KEYWORDS, name##_doc}
+
+static PyMethodDef module_methods[] = {
+    KW_METHOD(from_dlpack, _plext_mod_from_dlpack),
+    KW_METHOD(is_contiguous, _plext_mod_is_contiguous),
+    {"suggest_format", _plext_mod_suggest_format, METH_O, suggest_format_doc},
+    {"is_dense", _plext_mod_is_dense, METH_O, is_dense_doc},
+    KW_METHOD(empty, _plext_mod_empty),
+    KW_METHOD(contiguous, _plext_mod_convert),
+    KW_METHOD(to_order, _plext_mod_to_order),
+    KW_METHOD(copy_into, _plext_mod_copy_into),
+    KW_METHOD(view_as_complex, _plext_mod_view_as_complex),
+    {"view_as_real", _plext_mod_view_as_real, METH_O, view_as_real_doc},
+    {"canonicalize", _plext_mod_canonicalize, METH_O, canonicalize_doc},
+    KW_METHOD(pack_complex, _plext_mod_pack_complex),
+    KW_METHOD(unpack_complex, _plext_mod_unpack_complex),
+    {"complex_view_strides", _plext_mod_complex_view_strides, METH_O, complex_view_strides_doc},
+    {"canonical_strides", _plext_mod_canonical_strides, METH_O, canonical_strides_doc},
+    KW_METHOD(format_strides, _plext_mod_format_strides),
+    KW_METHOD(order_strides, _plext_mod_order_strides),
+    {"set_num_threads", mod_set_num_threads, METH_O, set_num_threads_doc},
+    {"get_num_threads", mod_get_num_threads, METH_NOARGS, get_num_threads_doc},
+    {"_last_copy_threads", mod_last_copy_threads, METH_NOARGS, last_copy_threads_doc},
+    {"set_cache_limit", mod_set_cache_limit, METH_O, set_cache_limit_doc},
+    {"cache_info", mod_cache_info, METH_NOARGS, cache_info_doc},
+    {"build_info", mod_build_info, METH_NOARGS, build_info_doc},
+    {"_to_type", _plext_mod_to_type, METH_VARARGS, to_type_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ------------------------------------------------------------ module init */
+
+static int module_exec(PyObject *module)
+{
+    core_state *state = get_state(module);
+    PyObject *api = NULL, *dlpack_version = NULL;
+    int rc = -1;
+    state->TensorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &_plext_tensor_spec, NULL);
+    if (!state->TensorType || PyModule_AddType(module, state->TensorType) < 0)
+        goto done;
+    /* The type is immutable, so its one class attribute goes straight into
+     * its dict while it is set up (what the C API docs ask of extensions
+     * defining their own types, under PyType_GetDict), and the type's
+     * attribute cache is told. */
+    api = PyCapsule_New((void *)&_plext_exchange_api, EXCHANGE_NAME, NULL);
+    if (!api || PyDict_SetItemString(state->TensorType->tp_dict, "__dlpack_c_exchange_api__", api) < 0)
+        goto done;
+    PyType_Modified(state->TensorType);
+    state->str_dlpack = PyUnicode_InternFromString("__dlpack__");
+    state->str_exchange = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
+    state->kw_max_version = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
+    if (!state->str_dlpack || !state->str_exchange || !state->kw_max_version)
+        goto done;
+    dlpack_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+    if (PyModule_AddStringConstant(module, "__version__", PYLAYOUT_VERSION_STRING) < 0 ||
+        PyModule_AddObjectRef(module, "DLPACK_VERSION", dlpack_version) < 0)
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(dlpack_version);
+    Py_XDECREF(api);
+    return rc;
+}
+
+static int module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    core_state *state = get_state(module);
+    Py_VISIT(state->TensorType);
+    Py_VISIT(state->increment_version);
+    return 0;
+}
+
+static int module_clear(PyObject *module)
+{
+    core_state *state = get_state(module);
+    Py_CLEAR(state->TensorType);
+    Py_CLEAR(state->increment_version);
+    Py_CLEAR(state->str_dlpack);
+    Py_CLEAR(state->str_exchange);
+    Py_CLEAR(state->kw_max_version);
+    return 0;
+}
+
+static void module_free(void *module)
+{
+    module_clear(module);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+#ifdef Py_mod_multiple_interpreters /* 3.12+ */
+    /* Safe with a GIL per interpreter: every Python object and the producer
+     * cache live in module state (one per module copy, guarded by its own
+     * interpreter's GIL); the process-wide things are immutable (the
+     * exchange-API table, is_our_tensor's dealloc test) or the C core's,
+     * which is thread-safe because copies already run with the GIL
+     * released (locks, atomics and thread-locals, never Python).  The
+     * exchange API finds the caller's interpreter's module (_core_exchange.c).
+     * Whether numpy or torch can be used there is their own declaration. */
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+#ifdef Py_mod_gil /* 3.13+ */
+    /* Not safe without the GIL: the producer cache's entries are several
+     * words written and read without a lock (a torn entry could pair one
+     * type with another's exchange API), type lookups keep borrowed
+     * references (PyDict_GetItemWithError, tp_mro) and increment_version is
+     * set lazily.  A free-threaded build re-enables the GIL on import. */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL},
+};
+
+struct PyModuleDef _plext_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "pylayout._core",
+    .m_doc = "pylayout's C core: DLPack exchange, layout queries and copies.",
+    .m_size = sizeof(core_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    return PyModuleDef_Init(&_plext_module_def);
+}
