@@ -278,7 +278,7 @@ def test_from_dlpack_copy_of_a_copy_copies_again(np):
     """copy=True must always copy.  A tensor whose producer set IS_COPIED is still an
     existing tensor: from_dlpack(t, copy=True) must not hand back t itself.
 
-    Regression: mod_from_dlpack (src/_core.c) used to skip the copy whenever the
+    Regression: mod_from_dlpack (src/_core_layout.c) used to skip the copy whenever the
     imported tensor carried IS_COPIED, and import_tensor returns a pylayout.Tensor
     unchanged, so
         t = pl.from_dlpack(np.zeros(3), copy=True)   # IS_COPIED (NumPy copied)

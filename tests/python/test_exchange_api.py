@@ -287,7 +287,7 @@ def test_conjugate_view_not_silently_unconjugated(torch, np):
     torch's __dlpack__ refuses it ("Can't export tensors with the conjugate bit set");
     pylayout goes through torch's C exchange API, which does no such check.
 
-    Regression: import_tensor / peek_dltensor (src/_core.c), going through torch's
+    Regression: import_tensor / peek_dltensor (src/_core_import.c), going through torch's
     exchange API, used to drop the conjugate bit:
         x = torch.tensor([1+2j, 3-4j]).conj()
         np.from_dlpack(pylayout.from_dlpack(x))   -> [1+2j, 3-4j]   (x is [1-2j, 3+4j])

@@ -187,7 +187,7 @@ def test_buffer_protocol_matches_numpy(np):
 def test_simple_buffer_consumers(np):
     """Consumers that ask for PyBUF_SIMPLE (a flat byte buffer) work on C-contiguous tensors.
 
-    Regression: for a request without PyBUF_ND, Tensor_getbuffer (src/_core.c) used
+    Regression: for a request without PyBUF_ND, Tensor_getbuffer (src/_core_tensor.c) used
     to leave view->ndim at the tensor's rank (shape NULL), where CPython's
     PyBuffer_FillInfo reports 1 and NumPy 0.  hashlib (and others) reject ndim > 1, so
         hashlib.sha1(pylayout.from_dlpack(np.zeros((3, 4))))
@@ -212,7 +212,7 @@ def test_simple_buffer_consumers(np):
 def test_zero_d_buffer_has_null_shape_and_strides(np):
     """Python docs (Py_buffer.ndim): "If it is 0, ... shape, strides and suboffsets MUST be NULL."
 
-    Regression: for a 0-d tensor Tensor_getbuffer (src/_core.c) used to hand out
+    Regression: for a 0-d tensor Tensor_getbuffer (src/_core_tensor.c) used to hand out
     non-NULL shape/strides pointers (NumPy gives NULL).
     """
     t = pl.from_dlpack(np.array(2.5))
