@@ -525,7 +525,7 @@ def bench_small(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]
              "|---|---:|---:|---|---:|---:|"]
     number = 500 if quick else 5000
     for name, src, ours, refname, ref in rows:
-        out = ours()
+        out: Any = ours()
         if type(out) is not type(src):
             raise AssertionError(f"{name}: pylayout returned {type(out).__name__}, not {type(src).__name__}")
         good = (torch.equal(out, src) and out.is_contiguous()) if isinstance(src, torch.Tensor) else (
@@ -859,6 +859,9 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
     ]
     if runs > 1:
         header.append(f"- each figure: median (min-max) of {runs} runs; ratios taken within each run")
+    if hasattr(os, "getloadavg"):
+        header.append("- load average at the start (1/5/15 min): " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+                      + f" on {os.cpu_count()} cores (other processes' load makes every figure noisier)")
     print("\n".join(header) + "\n", flush=True)
     Memcpy.cpu_wall.clear()
     try:
@@ -897,6 +900,8 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
                 print("\n".join(bench_oversubscribed(quick)), flush=True)
     finally:
         set_threads(os.cpu_count() or 1)
+    if hasattr(os, "getloadavg"):
+        print("\nload average at the end (1/5/15 min): " + " ".join(f"{v:.2f}" for v in os.getloadavg()), flush=True)
     if Memcpy.cpu_wall:
         ratios = Memcpy.cpu_wall
         print(f"\nmulti-thread memcpy, CPU time / wall time over its {len(ratios)} timed calls: median "
