@@ -40,7 +40,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub.add_parser("info", help="versions, DLPack, OpenMP, SIMD path, threads, peers")
     bench = sub.add_parser("bench", help="benchmark against torch, NumPy and memcpy")
     bench.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    bench.add_argument("--only", default=None, help="run only cases whose name contains this")
+    bench.add_argument("--only", action="append", default=None, metavar="TEXT",
+                       help="run only cases whose name contains TEXT (repeat for several; 'oversubscribed' runs "
+                            "that section alone)")
+    bench.add_argument("--runs", type=int, default=1, metavar="N",
+                       help="measure everything N times; print median (min-max) per figure")
+    bench.add_argument("--sweep", action="store_true",
+                       help="cost versus size of a 2-D float32 transpose, 4 KB to 1 GB (64 MB with --quick)")
+    bench.add_argument("--max-size", default=None, metavar="SIZE",
+                       help="largest --sweep size, e.g. 256K, 64M, 1G")
+    bench.add_argument("--plot", nargs="?", const="docs/bench_sweep.png", default=None, metavar="PATH",
+                       help="with --sweep: draw the table as a PNG (needs matplotlib; PATH defaults to "
+                            "docs/bench_sweep.png)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from ._demo import run
@@ -48,9 +59,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run()
     if args.command == "info":
         return _info()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if (args.max_size or args.plot) and not args.sweep:
+        parser.error("--max-size and --plot go with --sweep")
     from ._bench import run as bench_run
 
-    return bench_run(quick=args.quick, only=args.only)
+    return bench_run(quick=args.quick, only=args.only, runs=args.runs, sweep=args.sweep,
+                     max_size=args.max_size, plot=args.plot)
 
 
 if __name__ == "__main__":

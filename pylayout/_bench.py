@@ -3,11 +3,20 @@
 Every figure in a row is measured in the same run, at the same thread count.
 Bandwidth is counted as bytes of the tensor moved once (read + written =
 2x that in traffic, for every contestant alike).  "memcpy" is np.copyto of a
-contiguous array of the same bytes (NumPy copies on one thread), between
-buffers allocated by torch and written before timing, like the tensors converted (an untouched source would
-read the kernel's shared zero page from cache and flatter memcpy).  Ratios
-are pylayout's speed over theirs.  Conversions that allocate pay for faulting in
-their output's pages; copies into a preallocated output show the kernels.
+contiguous array of the same bytes **at the row's thread count**: at 1 thread
+on the calling thread, at N threads by N Python threads of a persistent pool,
+each copying one N-th of the bytes (np.copyto releases the GIL while it
+copies, so the N copies run in parallel; the CPU time / wall time of those
+copies is printed at the end as the check).  Its buffers are allocated by
+torch and written before timing, like the tensors converted (an untouched
+source would read the kernel's shared zero page from cache and flatter
+memcpy).  Ratios are pylayout's speed over theirs.  Conversions that allocate
+pay for faulting in their output's pages; copies into a preallocated output
+show the kernels.
+
+``--runs N`` repeats every measurement N times and prints each figure as
+``median (min-max)``; ratios are taken run by run (both figures of a ratio
+come from the same run) before their median and spread.
 """
 from __future__ import annotations
 
@@ -15,8 +24,10 @@ import gc
 import os
 import platform
 import random
+import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TextIO
 
 import pylayout as pl
@@ -76,6 +87,111 @@ def bytes_pair(nbytes: int):
     src = torch.empty(nbytes, dtype=torch.uint8).fill_(1)
     dst = torch.empty(nbytes, dtype=torch.uint8).fill_(2)
     return src, dst
+
+
+def fig(values: list[float], digits: int = 2) -> str:
+    """One figure: the value of a single run, or `median (min-max)` over several runs; '-' where
+    a contestant has no such operation."""
+    if not values or any(v != v for v in values):  # NaN: not measured
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def per_run(a: list[float], b: list[float]) -> list[float]:
+    """a / b run by run: the two figures of each ratio come from the same run."""
+    return [x / y for x, y in zip(a, b)]
+
+
+def selected(name: str, only: list[str] | None) -> bool:
+    return not only or any(text in name for text in only)
+
+
+def threads_to_measure() -> list[int]:
+    cores = os.cpu_count() or 1
+    return [1, cores] if cores > 1 else [1]
+
+
+class Memcpy:
+    """np.copyto of contiguous bytes at a given thread count.
+
+    At 1 thread the calling thread copies; at N threads, N Python threads of a
+    persistent pool each np.copyto their N-th of the bytes (cut at 64-byte
+    boundaries).  np.copyto releases the GIL while it copies, so the threads run
+    in parallel; every multi-thread call records its CPU time / wall time in
+    `Memcpy.cpu_wall`, near N when they did, near 1 when another process held
+    the other cores.  (Each worker's own CPU time, so threads that other
+    libraries leave spinning are not counted.)
+    """
+
+    _pools: dict[int, ThreadPoolExecutor] = {}
+    cpu_wall: list[float] = []
+
+    def __init__(self, nbytes: int = 0, src: Any = None, dst: Any = None) -> None:
+        if src is None:
+            src_t, dst_t = bytes_pair(nbytes)
+            src, dst = src_t.numpy(), dst_t.numpy()
+        self.src, self.dst = src, dst  # 1-D uint8 arrays of the same size
+
+    @classmethod
+    def _pool(cls, threads: int) -> ThreadPoolExecutor:
+        if threads not in cls._pools:
+            cls._pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bench-memcpy")
+        return cls._pools[threads]
+
+    def fn(self, threads: int, number: int = 1):
+        """A callable that copies the bytes `number` times at `threads` threads."""
+        if threads <= 1:
+            d, s = self.dst, self.src
+            if number == 1:
+                return lambda: np.copyto(d, s)
+
+            def serial():
+                for _ in range(number):
+                    np.copyto(d, s)
+            return serial
+        size = self.src.size
+        per_thread = -(-size // threads)
+        step = -(-per_thread // 64) * 64 if size >= 64 * threads else per_thread
+        chunks = [(self.dst[i:i + step], self.src[i:i + step]) for i in range(0, size, step)]
+        pool = self._pool(threads)
+
+        def part(d, s):
+            c0 = time.thread_time()
+            for _ in range(number):
+                np.copyto(d, s)
+            return time.thread_time() - c0
+
+        def parallel():
+            w0 = time.perf_counter()
+            cpu = sum(f.result() for f in [pool.submit(part, d, s) for d, s in chunks])
+            wall = time.perf_counter() - w0
+            if wall > 1e-3:  # below a millisecond the pool's hand-off dominates both
+                Memcpy.cpu_wall.append(cpu / wall)
+        return parallel
+
+
+def measure(fns, runs: int, repeat: int, min_time: float = 0.0, number: int = 1) -> list[list[float]]:
+    """Seconds per call of each of `fns`, one list of `runs` values per contestant.  Each run
+    times every contestant in turn (best of `repeat` calls of fn, each doing `number` calls), so
+    the contestants of a run are measured seconds apart and a slow patch of the machine shows up
+    as spread instead of tilting one ratio."""
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, f in enumerate(fns):
+            out[i].append(float("nan") if f is None else best_time(f, repeat, min_time) / number)
+    return out
+
+
+def batched(fn, number: int):
+    if number == 1:
+        return fn
+
+    def loop():
+        for _ in range(number):
+            fn()
+    return loop
 
 
 def _duration(seconds: float) -> str:
@@ -188,16 +304,33 @@ def copy_cases(quick: bool) -> list[Case]:
     def nhwc(shape):
         return lambda: torch.randn(*shape).contiguous(memory_format=cl)
 
+    def to_nhwc(x):
+        return pl.contiguous(x, cl)
+
+    def torch_to_nhwc(x):
+        return x.contiguous(memory_format=cl)
+
+    def np_to_nhwc(a):
+        return np.ascontiguousarray(a.transpose(0, 2, 3, 1))
+
     for nchw_shape in [(64, 256, 56, 56), (32, 64, 112, 112)]:
         shp: tuple[int, ...] = (max(1, nchw_shape[0] // s),) + nchw_shape[1:]
-        cases.append(Case(f"NCHW->channels_last f32 {shp}", nchw(shp),
-                          lambda x: pl.contiguous(x, cl),
-                          lambda x: x.contiguous(memory_format=cl),
-                          lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1))))
+        cases.append(Case(f"NCHW->channels_last f32 {shp}", nchw(shp), to_nhwc, torch_to_nhwc, np_to_nhwc))
         cases.append(Case(f"channels_last->NCHW f32 {shp}", nhwc(shp),
                           lambda x: pl.contiguous(x),
                           lambda x: x.contiguous(),
                           lambda a: np.ascontiguousarray(a)))
+    # 3-channel images: the dst-innermost extent is 3, a 3-plane interleave (issue 16)
+    shp = (max(1, 64 // s), 3, 224, 224)
+    cases.append(Case(f"NCHW->NHWC C=3 f32 {shp}", nchw(shp), to_nhwc, torch_to_nhwc, np_to_nhwc))
+    cases.append(Case(f"NCHW->NHWC C=3 u8 {shp}",
+                      lambda: torch.randint(0, 256, shp, dtype=torch.uint8), to_nhwc, torch_to_nhwc, np_to_nhwc))
+    # the DataLoader direction: decoded HWC uint8 images to a model's CHW, as
+    # torch.from_numpy(hwc).permute(2, 0, 1).contiguous() does per image
+    hwc = (shp[0], 224, 224, 3)
+    cases.append(Case(f"NHWC->NCHW u8 C=3 {hwc} -> {shp}",
+                      lambda: torch.randint(0, 256, hwc, dtype=torch.uint8).permute(0, 3, 1, 2),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 8 // s), 64, 32, 56, 56)
     cases.append(Case(f"NCDHW->channels_last_3d f32 {shp}", nchw(shp),
                       lambda x: pl.contiguous(x, cl3),
@@ -212,6 +345,7 @@ def copy_cases(quick: bool) -> list[Case]:
     rng = random.Random(1234)
     target = (64 << 20) // s // 4  # float32 elements in ~64 MB
     for ndim in range(3, 7):
+        # full size, 5-D: (27, 28, 28, 28, 28) by (2, 3, 1, 4, 0), the row of issue 16's goal table
         side = max(2, round(target ** (1 / ndim)))
         shape = [side] * ndim
         shape[0] = max(1, target // side ** (ndim - 1))
@@ -243,45 +377,55 @@ def _gbps(nbytes, seconds):
     return nbytes / seconds / 1e9
 
 
-def bench_copies(quick: bool, only: str | None) -> list[str]:
+def _gbps_all(nbytes, times):
+    return [[_gbps(nbytes, t) for t in ts] for ts in times]
+
+
+def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
     """Each case twice: converting (every contestant allocates its output, as
     .contiguous() does) and copying into a preallocated output of the target
-    layout (kernel bandwidth, comparable with memcpy)."""
+    layout (kernel bandwidth, comparable with memcpy at the same thread count)."""
     if torch is None or np is None:
         return ["## Copies", "", "skipped: the copy benchmark compares against torch and NumPy; install both."]
+    cases = [case for case in copy_cases(quick) if selected(case.name, only)]
+    if not cases:
+        return []
     repeat = 2 if quick else 5
     # Best of at least `repeat` runs over at least min_time seconds: the first
     # runs on fresh buffers of a VM often come in well below steady state.
     min_time = 0.0 if quick else 0.4
-    nthreads = [1, os.cpu_count() or 1] if (os.cpu_count() or 1) > 1 else [1]
+    nthreads = threads_to_measure()
     lines = [
         "## Layout conversions (GB/s of tensor bytes moved; x = pylayout's speed over the other's)",
         "",
         "convert: pylayout.contiguous / to_order vs torch .contiguous(fmt) vs np.ascontiguousarray, each allocating its",
-        "output.  into: pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x) into a preallocated output; "
-        "memcpy: np.copyto of the same bytes, contiguous (one thread).",
+        "output.  into: pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x) into a preallocated output "
+        "(NumPy copies on one thread at any thread count); memcpy: np.copyto of the same bytes, contiguous, "
+        "at the row's thread count (thr Python threads, each copying 1/thr of the bytes).",
         "",
         "| case | thr | convert: pylayout | torch | numpy | x torch | x numpy "
-        "| into: pylayout | torch | numpy | memcpy | / memcpy | x torch | x numpy |",
+        "| into: pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     print("\n".join(lines), flush=True)
-    cases = [case for case in copy_cases(quick) if not only or only in case.name]
     progress = Progress(len(cases) * len(nthreads))
     for case in cases:
         progress.measuring(case.name)
         x = case.make()
         a = _np_of(x)
         nbytes = x.numel() * x.element_size()
-        src_t, dst_t = bytes_pair(nbytes)
-        src_np, dst_np = src_t.numpy(), dst_t.numpy()
+        memcpy = Memcpy(nbytes)
         # correctness first: a benchmark of a wrong answer is worthless
         ours = case.pl_fn(x)
         ours_t = ours if isinstance(ours, torch.Tensor) else torch.from_dlpack(ours)
         if not torch.equal(ours_t, x):
             raise AssertionError(f"{case.name}: pylayout's result differs from its input")
         dst = case.torch_fn(x).clone(memory_format=torch.preserve_format)  # the target layout, preallocated
+        if ours_t.stride() != dst.stride():
+            raise AssertionError(f"{case.name}: pylayout's result has strides {ours_t.stride()}, "
+                                 f"torch's {dst.stride()}")
         dst_a = dst.numpy()
+        dst.zero_()
         pl.copy_into(dst, x)
         if not torch.equal(dst, x):
             raise AssertionError(f"{case.name}: copy_into's result differs from its input")
@@ -290,58 +434,129 @@ def bench_copies(quick: bool, only: str | None) -> list[str]:
             set_threads(n)
             fns = [lambda: case.pl_fn(x), lambda: case.torch_fn(x), lambda: case.np_fn(a),
                    lambda: pl.copy_into(dst, x), lambda: dst.copy_(x), lambda: np.copyto(dst_a, a),
-                   lambda: np.copyto(dst_np, src_np)]
-            times = [best_time(f, repeat, min_time) for f in fns]
-            conv, into = times[:3], times[3:]
-            c = [_gbps(nbytes, t) for t in conv]
-            i = [_gbps(nbytes, t) for t in into]
+                   memcpy.fn(n)]
+            g = _gbps_all(nbytes, measure(fns, runs, repeat, min_time))
+            c, i = g[:3], g[3:]
             lines.append(
-                f"| {case.name} | {n} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {c[0] / c[1]:.2f} | {c[0] / c[2]:.2f} "
-                f"| {i[0]:.2f} | {i[1]:.2f} | {i[2]:.2f} | {i[3]:.2f} | {i[0] / i[3]:.2f} | {i[0] / i[1]:.2f} "
-                f"| {i[0] / i[2]:.2f} |"
+                f"| {case.name} | {n} | {fig(c[0])} | {fig(c[1])} | {fig(c[2])} | {fig(per_run(c[0], c[1]))} "
+                f"| {fig(per_run(c[0], c[2]))} | {fig(i[0])} | {fig(i[1])} | {fig(i[2])} | {fig(i[3])} "
+                f"| {fig(per_run(i[0], i[3]))} | {fig(per_run(i[0], i[1]))} | {fig(per_run(i[0], i[2]))} |"
             )
             progress.row(lines[-1])
-        del x, a, dst, dst_a, src_np, dst_np, src_t, dst_t
+        del x, a, dst, dst_a, memcpy
         gc.collect()
     progress.close()
     set_threads(os.cpu_count() or 1)
     return lines
 
 
-def bench_small(quick: bool) -> list[str]:
-    if torch is None:
+IN_CACHE_SIZES = ((64 << 10, "64 KB"), (256 << 10, "256 KB"), (1 << 20, "1 MB"))
+
+
+def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
+    """2-D float32 transposes small enough to stay in cache, into a preallocated
+    output, called many times on the same buffers; the reference is memcpy of the
+    same bytes, equally in cache.  Every figure includes its Python call."""
+    if torch is None or np is None:
         return []
-    lines = ["## Small tensors (µs per call, transposed input -> contiguous)", "",
-             "| size | threads | pylayout | torch .contiguous() | numpy ascontiguousarray | pylayout / torch |",
-             "|---|---:|---:|---:|---:|---:|"]
-    number = 500 if quick else 5000
-    for nbytes in (1024, 64 * 1024):
+    names = [(nbytes, label, f"in-cache 2-D transpose {label} f32") for nbytes, label in IN_CACHE_SIZES]
+    names = [(nbytes, label, name) for nbytes, label, name in names if selected(name, only)]
+    if not names:
+        return []
+    lines = ["## Transposes that fit in cache (GB/s; each figure one call after another on the same buffers)", "",
+             "pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x), float32 transposed -> contiguous "
+             "into a preallocated output; memcpy: np.copyto of the same bytes, also in cache, at the row's thread "
+             "count.  Calls are timed in batches (calls per batch in the case name); every figure includes "
+             "its Python call, which at 64 KB is a large part of it: see µs/call.",
+             "",
+             "| case | thr | pylayout | torch | numpy | memcpy in cache (thr threads) | / memcpy | x torch | x numpy "
+             "| pylayout µs/call |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    print("\n".join(lines), flush=True)
+    repeat = 3 if quick else 7
+    batch_bytes = (16 << 20) if quick else (128 << 20)
+    for nbytes, label, name in names:
         side = int((nbytes // 4) ** 0.5)
         x = torch.randn(side, side).t()
         a = x.numpy()
-        for n in sorted({1, os.cpu_count() or 1}):
+        dst = torch.empty(side, side)
+        dst_a = dst.numpy()
+        pl.copy_into(dst, x)
+        if not torch.equal(dst, x):
+            raise AssertionError(f"{name}: copy_into's result differs from its input")
+        memcpy = Memcpy(nbytes)
+        number = max(4, batch_bytes // nbytes)
+        name = f"{name} ({side}x{side}, {number} calls per batch)"
+        for n in threads_to_measure():
             set_threads(n)
-            ours = per_call_ns(lambda: pl.contiguous(x), number) / 1000
-            theirs = per_call_ns(lambda: x.contiguous(), number) / 1000
-            npy = per_call_ns(lambda: np.ascontiguousarray(a), number) / 1000
-            lines.append(f"| {side}x{side} f32 ({nbytes // 1024} KB) | {n} | {ours:.2f} | {theirs:.2f} "
-                         f"| {npy:.2f} | {ours / theirs:.2f} |")
+            fns = [batched(lambda: pl.copy_into(dst, x), number), batched(lambda: dst.copy_(x), number),
+                   batched(lambda: np.copyto(dst_a, a), number), memcpy.fn(n, number)]
+            times = measure(fns, runs, repeat, number=number)
+            g = _gbps_all(nbytes, times)
+            lines.append(f"| {name} | {n} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} | {fig(g[3])} "
+                         f"| {fig(per_run(g[0], g[3]))} | {fig(per_run(g[0], g[1]))} | {fig(per_run(g[0], g[2]))} "
+                         f"| {fig([t * 1e6 for t in times[0]])} |")
+            print(lines[-1], flush=True)
     set_threads(os.cpu_count() or 1)
     return lines
 
 
-def bench_complex(quick: bool, only: str | None) -> list[str]:
+def bench_small(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
+    """Per-call time of small transposed -> contiguous conversions: for torch
+    tensors against torch, for NumPy arrays against NumPy (pylayout returns the
+    caller's type, so both sides hand back the same kind of object)."""
+    if torch is None or np is None:
+        return []
+    rows = []
+    for nbytes in (1024, 64 * 1024):
+        label = f"{nbytes // 1024} KB"
+        side = int((nbytes // 4) ** 0.5)
+        x = torch.randn(side, side).t()
+        a = np.ascontiguousarray(x.numpy()).T  # its own buffer: NumPy's allocation, not torch's
+        rows.append((f"{label} torch tensor {side}x{side} f32 transposed -> contiguous", x,
+                     lambda x=x: pl.contiguous(x), "torch .contiguous()", lambda x=x: x.contiguous()))
+        rows.append((f"{label} NumPy array {side}x{side} f32 transposed -> contiguous", a,
+                     lambda a=a: pl.contiguous(a), "np.ascontiguousarray", lambda a=a: np.ascontiguousarray(a)))
+    rows = [row for row in rows if selected(row[0], only)]
+    if not rows:
+        return []
+    lines = ["## Small tensors (µs per call, transposed input -> contiguous, output allocated)", "",
+             "| case | thr | pylayout µs | reference | reference µs | pylayout / reference |",
+             "|---|---:|---:|---|---:|---:|"]
+    number = 500 if quick else 5000
+    for name, src, ours, refname, ref in rows:
+        out: Any = ours()
+        if type(out) is not type(src):
+            raise AssertionError(f"{name}: pylayout returned {type(out).__name__}, not {type(src).__name__}")
+        good = (torch.equal(out, src) and out.is_contiguous()) if isinstance(src, torch.Tensor) else (
+            np.array_equal(out, src) and out.flags.c_contiguous)
+        if not good:
+            raise AssertionError(f"{name}: pylayout's result differs from its input or is not contiguous")
+        for n in threads_to_measure():
+            set_threads(n)
+            t = [[v / 1000 for v in vals] for vals in
+                 ([per_call_ns(f, number) for _ in range(runs)] for f in (ours, ref))]
+            lines.append(f"| {name} | {n} | {fig(t[0])} | {refname} | {fig(t[1])} | {fig(per_run(t[0], t[1]))} |")
+    set_threads(os.cpu_count() or 1)
+    return lines
+
+
+def bench_complex(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
     """pack_complex of two planar float32 tensors, and view_as_complex of a
     layout no view exists for, against torch and NumPy."""
     if torch is None or np is None:
         return ["## Complex packing", "", "skipped: needs torch and NumPy."]
     repeat = 2 if quick else 5
     n = (64 << 20) // 4 // (8 if quick else 1)  # elements in 64 MB of float32 (per plane)
+    nbytes = 2 * n * 4
+    names = [f"pack_complex 2 x {n * 4 >> 20} MB f32 (allocating)", "pack_complex into out= (preallocated)",
+             f"complex no-view: view_as_complex of ({n}, 2) transposed, a 2-wide interleave of {nbytes >> 20} MB"]
+    if not any(selected(name, only) for name in names):
+        return []
     re, im = torch.randn(n), torch.randn(n)
     re_a, im_a = re.numpy(), im.numpy()
     out = torch.empty(n, dtype=torch.complex64)
-    src_t, dst_t = bytes_pair(2 * n * 4)  # memcpy of the bytes written: the complex output
-    src_np, dst_np = src_t.numpy(), dst_t.numpy()
+    memcpy = Memcpy(nbytes)  # memcpy of the bytes written: the complex output
     if not torch.equal(pl.pack_complex(re, im), torch.complex(re, im)):
         raise AssertionError("pack_complex differs from torch.complex")
     # (n, 2) viewed through a transpose: no complex view exists, both must pack
@@ -350,32 +565,165 @@ def bench_complex(quick: bool, only: str | None) -> list[str]:
     if not torch.equal(pl.view_as_complex(x), torch.view_as_complex(x.contiguous())):
         raise AssertionError("view_as_complex differs from torch")
     lines = ["## Complex packing (GB/s of the complex output; x = pylayout's speed over the other's)", "",
-             "| case | thr | pylayout | torch | numpy | memcpy | / memcpy | x torch | x numpy |",
+             "memcpy: np.copyto of the output's bytes at the row's thread count (thr Python threads, each copying "
+             "1/thr of the bytes).", "",
+             "| case | thr | pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     print("\n".join(lines), flush=True)
-    nbytes = 2 * n * 4
     cases = [
-        (f"pack_complex 2 x {n * 4 >> 20} MB f32 (allocating)", lambda: pl.pack_complex(re, im),
-         lambda: torch.complex(re, im), lambda: re_a + 1j * im_a),
-        (f"pack_complex into out= (preallocated)", lambda: pl.pack_complex(re, im, out=out),
-         lambda: torch.complex(re, im, out=out), None),
-        (f"view_as_complex, not viewable ({n}, 2) transposed", lambda: pl.view_as_complex(x),
-         lambda: torch.view_as_complex(x.contiguous()), None),
+        (names[0], lambda: pl.pack_complex(re, im), lambda: torch.complex(re, im), lambda: re_a + 1j * im_a),
+        (names[1], lambda: pl.pack_complex(re, im, out=out), lambda: torch.complex(re, im, out=out), None),
+        (names[2], lambda: pl.view_as_complex(x), lambda: torch.view_as_complex(x.contiguous()), None),
     ]
-    cases = [case for case in cases if not only or only in case[0]]
-    progress = Progress(len(cases) * len({1, os.cpu_count() or 1}))
+    cases = [case for case in cases if selected(case[0], only)]
+    progress = Progress(len(cases) * len(threads_to_measure()))
     for name, ours, theirs, npy in cases:
         progress.measuring(name)
-        for t in sorted({1, os.cpu_count() or 1}):
+        for t in threads_to_measure():
             set_threads(t)
-            g = [_gbps(nbytes, best_time(f, repeat)) if f else float("nan")
-                 for f in (ours, theirs, npy, lambda: np.copyto(dst_np, src_np))]
-            lines.append(f"| {name} | {t} | {g[0]:.2f} | {g[1]:.2f} | {g[2]:.2f} | {g[3]:.2f} | {g[0] / g[3]:.2f} "
-                         f"| {g[0] / g[1]:.2f} | {g[0] / g[2]:.2f} |")
+            g = _gbps_all(nbytes, measure([ours, theirs, npy, memcpy.fn(t)], runs, repeat))
+            lines.append(f"| {name} | {t} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} | {fig(g[3])} "
+                         f"| {fig(per_run(g[0], g[3]))} | {fig(per_run(g[0], g[1]))} | {fig(per_run(g[0], g[2]))} |")
             progress.row(lines[-1])
     progress.close()
     set_threads(os.cpu_count() or 1)
     return lines
+
+
+# ------------------------------------------------------------------ sweep
+
+
+def parse_size(text: str) -> int:
+    """'4096', '64K', '64KB', '16M', '1G' -> bytes (powers of 1024)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(t[-1:], 1)
+    return int(float(t[:-1] if scale > 1 else t) * scale)
+
+
+def size_label(nbytes: int) -> str:
+    for shift, unit in ((30, "GB"), (20, "MB"), (10, "KB")):
+        if nbytes >= 1 << shift and nbytes % (1 << shift) == 0:
+            return f"{nbytes >> shift} {unit}"
+    return f"{nbytes} B"
+
+
+def mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def sweep_sizes(quick: bool, max_size: int | None) -> list[int]:
+    """4 KB up to max_size (default 1 GB, 64 MB with --quick): every power of 2, every power of 4 with --quick."""
+    top = max_size if max_size else ((64 << 20) if quick else (1 << 30))
+    sizes, s = [], 4096
+    while s <= top:
+        sizes.append(s)
+        s *= 4 if quick else 2
+    return sizes
+
+
+SWEEP_CONTESTANTS = ("pylayout", "torch", "numpy", "memcpy")
+
+
+def bench_sweep(quick: bool, runs: int = 1, max_size: int | None = None) -> tuple[list[str], dict]:
+    """Cost versus size of a 2-D float32 transpose into a preallocated output.
+    Returns the table and {threads: {contestant: [(nbytes, [GB/s per run])]}} for the plot."""
+    if torch is None or np is None:
+        return ["## Sweep", "", "skipped: the sweep compares against torch and NumPy; install both."], {}
+    nthreads = threads_to_measure()
+    lines = ["## Cost versus size: 2-D float32 transpose, transposed -> contiguous, into a preallocated output "
+             "(GB/s of tensor bytes)", "",
+             "pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x) (NumPy copies on one thread); memcpy: "
+             "np.copyto of the same bytes (the source's and output's own buffers) at the row's thread count.  "
+             "Small sizes are timed in batches of calls on the same buffers, so they run in cache and include "
+             "each call's fixed cost.", "",
+             "| size | shape | thr | pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    print("\n".join(lines), flush=True)
+    data: dict[int, dict[str, list]] = {n: {c: [] for c in SWEEP_CONTESTANTS} for n in nthreads}
+    notes = []
+    for nbytes in sweep_sizes(quick, max_size):
+        need = 2 * nbytes + (256 << 20)
+        avail = mem_available()
+        if avail is not None and need > avail:
+            notes.append(f"skipped {size_label(nbytes)}: source and output need {need / 2**30:.1f} GiB with "
+                         f"headroom, {avail / 2**30:.1f} GiB available")
+            print(notes[-1], flush=True)
+            continue
+        elems = nbytes // 4
+        rows = 1 << ((elems.bit_length() - 1) // 2)
+        cols = elems // rows
+        base = torch.randn(cols, rows)
+        x = base.t()  # (rows, cols), transposed
+        a = x.numpy()
+        dst = torch.empty(rows, cols)
+        dst_a = dst.numpy()
+        pl.copy_into(dst, x)
+        if not torch.equal(dst, x):
+            raise AssertionError(f"sweep {size_label(nbytes)} ({rows}x{cols}): copy_into's result differs")
+        memcpy = Memcpy(src=base.view(torch.uint8).reshape(-1).numpy(), dst=dst.view(torch.uint8).reshape(-1).numpy())
+        number = max(1, ((4 << 20) if quick else (32 << 20)) // nbytes)
+        repeat = 2 if quick or nbytes >= (256 << 20) else 5
+        min_time = 0.0 if quick else 0.1
+        for n in nthreads:
+            set_threads(n)
+            fns = [batched(lambda: pl.copy_into(dst, x), number), batched(lambda: dst.copy_(x), number),
+                   batched(lambda: np.copyto(dst_a, a), number), memcpy.fn(n, number)]
+            g = _gbps_all(nbytes, measure(fns, runs, repeat, min_time, number))
+            for c, vals in zip(SWEEP_CONTESTANTS, g):
+                data[n][c].append((nbytes, vals))
+            lines.append(f"| {size_label(nbytes)} | {rows}x{cols} | {n} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} "
+                         f"| {fig(g[3])} | {fig(per_run(g[0], g[3]))} | {fig(per_run(g[0], g[1]))} "
+                         f"| {fig(per_run(g[0], g[2]))} |")
+            print(lines[-1], flush=True)
+        del base, x, a, dst, dst_a, memcpy
+        gc.collect()
+    set_threads(os.cpu_count() or 1)
+    return lines + ([""] + notes if notes else []), data
+
+
+def plot_sweep(data: dict, path: str, title: str) -> None:
+    """One panel per thread count: log-x size, GB/s, one line per contestant (the median;
+    the band is the min-max over runs when there are several)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nthreads = sorted(data)
+    figure, axes = plt.subplots(1, len(nthreads), figsize=(5.2 * len(nthreads), 4.2), sharey=True, squeeze=False)
+    for ax, n in zip(axes[0], nthreads):
+        for name in SWEEP_CONTESTANTS:
+            points = data[n][name]
+            if not points:
+                continue
+            sizes = [p[0] for p in points]
+            med = [statistics.median(p[1]) for p in points]
+            line, = ax.plot(sizes, med, marker="o", markersize=3, label=name)
+            if any(len(p[1]) > 1 for p in points):
+                ax.fill_between(sizes, [min(p[1]) for p in points], [max(p[1]) for p in points],
+                                color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_xscale("log", base=2)
+        ticks = [s for s in (4 << 10, 64 << 10, 1 << 20, 16 << 20, 256 << 20, 1 << 30)
+                 if data[n]["pylayout"] and s <= data[n]["pylayout"][-1][0]]
+        ax.set_xticks(ticks, [size_label(s).replace(" ", "") for s in ticks])
+        ax.set_xlabel("tensor size (log scale)")
+        ax.set_title(f"{n} thread{'s' if n > 1 else ''}")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0][0].set_ylabel("GB/s (tensor bytes / time)")
+    axes[0][0].legend()
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
 
 
 # --------------------------------------------------------- oversubscribed
@@ -483,7 +831,21 @@ def bench_oversubscribed(quick: bool) -> list[str]:
     return lines
 
 
-def run(quick: bool = False, only: str | None = None) -> int:
+def _command(quick, only, runs, sweep, max_size, plot) -> str:
+    words = ["python -m pylayout bench"] + (["--sweep"] if sweep else []) + (["--quick"] if quick else [])
+    words += [f"--only {o!r}" for o in only or []]
+    words += [f"--max-size {max_size}"] if max_size else []
+    words += [f"--plot {plot}"] if plot else []
+    words += [f"--runs {runs}"] if runs > 1 else []
+    return " ".join(words)
+
+
+def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1, sweep: bool = False,
+        max_size: str | int | None = None, plot: str | None = None) -> int:
+    if isinstance(only, str):
+        only = [only]
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
     info = pl.info()
     header = [
         "# pylayout benchmark",
@@ -491,20 +853,59 @@ def run(quick: bool = False, only: str | None = None) -> int:
         f"- machine: {cpu_model()}, {os.cpu_count()} logical cores, {platform.machine()}",
         f"- pylayout {info['version']} (SIMD path {info['simd']}, OpenMP {'on' if info['openmp'] else 'off'}), "
         f"torch {info['torch']}, numpy {info['numpy']}, python {platform.python_version()}",
-        f"- command: python -m pylayout bench{' --quick' if quick else ''}{f' --only {only!r}' if only else ''}",
-        "",
+        f"- command: {_command(quick, only, runs, sweep, max_size, plot)}",
+        "- memcpy at N threads: N Python threads, each np.copyto of 1/N of the bytes (NumPy releases the GIL "
+        "while copying, so they run in parallel; checked by their CPU time / wall time at the end)",
     ]
-    print("\n".join(header), flush=True)
-    if only == "oversubscribed":
-        print("\n".join(bench_oversubscribed(quick)), flush=True)
-        return 0
-    if not only:
-        for section in (bench_exchange, bench_small):
-            print("\n".join(section(quick)) + "\n", flush=True)
-    bench_copies(quick, only)
-    print(flush=True)
-    bench_complex(quick, only)
-    if not only:
-        print(flush=True)
-        print("\n".join(bench_oversubscribed(quick)), flush=True)
+    if runs > 1:
+        header.append(f"- each figure: median (min-max) of {runs} runs; ratios taken within each run")
+    if hasattr(os, "getloadavg"):
+        header.append("- load average at the start (1/5/15 min): " + " ".join(f"{v:.2f}" for v in os.getloadavg())
+                      + f" on {os.cpu_count()} cores (other processes' load makes every figure noisier)")
+    print("\n".join(header) + "\n", flush=True)
+    Memcpy.cpu_wall.clear()
+    try:
+        if sweep:
+            max_bytes = parse_size(str(max_size)) if max_size else None
+            _, data = bench_sweep(quick, runs, max_bytes)  # prints its rows and notes as it goes
+            title = (f"2-D float32 transpose into a preallocated output: {cpu_model()}, {os.cpu_count()} cores"
+                     + (f", median of {runs} runs" if runs > 1 else ""))
+            try:
+                import matplotlib  # noqa: F401
+                have_mpl = True
+            except ImportError:
+                have_mpl = False
+            if plot and data and have_mpl:
+                plot_sweep(data, plot, title)
+                print(f"\nplot written to {plot}", flush=True)
+            elif plot and data:
+                print("\nno plot: matplotlib is not installed (pip install matplotlib, "
+                      "or pip install 'pylayout[bench]')", flush=True)
+            elif data:
+                print("\nfor a PNG of this table add --plot [PATH] (default docs/bench_sweep.png; needs matplotlib)",
+                      flush=True)
+        elif only == ["oversubscribed"]:
+            print("\n".join(bench_oversubscribed(quick)), flush=True)
+            return 0
+        else:
+            if not only:
+                print("\n".join(bench_exchange(quick)) + "\n", flush=True)
+            small = bench_small(quick, only, runs)
+            if small:
+                print("\n".join(small) + "\n", flush=True)
+            for section in (bench_copies, bench_in_cache, bench_complex):
+                if section(quick, only, runs):
+                    print(flush=True)
+            if not only:
+                print("\n".join(bench_oversubscribed(quick)), flush=True)
+    finally:
+        set_threads(os.cpu_count() or 1)
+    if hasattr(os, "getloadavg"):
+        print("\nload average at the end (1/5/15 min): " + " ".join(f"{v:.2f}" for v in os.getloadavg()), flush=True)
+    if Memcpy.cpu_wall:
+        ratios = Memcpy.cpu_wall
+        print(f"\nmulti-thread memcpy, CPU time / wall time over its {len(ratios)} timed calls: median "
+              f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f} "
+              f"(= the thread count when all of its threads ran at once; lower: other processes held cores, "
+              f"and every multi-thread figure of the run is suspect)", flush=True)
     return 0

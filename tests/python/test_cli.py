@@ -161,3 +161,147 @@ def test_bench_progress_on_a_terminal(capsys):
     quiet.row("| case B | 1 |")
     quiet.close()
     assert piped.getvalue() == "" and capsys.readouterr().out == "| case B | 1 |\n"
+
+
+# ------------------------------------------------ bench rows of issue 16
+
+THREADS = sorted({1, os.cpu_count() or 1})
+SPREAD = re.compile(r"^-?[\d.]+ \([\d.]+-[\d.]+\)$")
+
+
+def bench(*args, env=None, timeout=600):
+    pytest.importorskip("torch", reason="the benchmark compares against torch")
+    pytest.importorskip("numpy", reason="the benchmark compares against NumPy")
+    proc = subprocess.run([sys.executable, "-m", "pylayout", "bench", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def bench_rows(out, name, exact=False):
+    """{thread count: {column: cell}} of the table rows whose first cell contains `name` (is `name`,
+    with exact), each keyed by the header of its own table."""
+    rows, header = {}, None
+    for line in out.splitlines():
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in ("case", "size"):
+            header = cells
+        elif (cells[0] == name) if exact else (name in cells[0]):
+            assert header is not None and len(cells) == len(header), line
+            named = {}
+            for column, cell in zip(header, cells):
+                named.setdefault(column, cell)  # the first of equal names: convert's before into's
+            if "into: pylayout" in header:  # the copies table: into's figures after convert's
+                named["pylayout"] = cells[header.index("into: pylayout")]
+            rows[int(named["thr"])] = named
+    return rows
+
+
+def figure(cell):
+    """The number of a cell: the value, or the median of 'median (min-max)'."""
+    return float(cell.split()[0])
+
+
+def check_memcpy_rows(out, names):
+    """Each named row at every thread count, with a memcpy measured at that thread count and
+    the ratio to it."""
+    assert "memcpy at N threads: N Python threads, each np.copyto of 1/N of the bytes" in out
+    for name in names:
+        rows = bench_rows(out, name)
+        assert sorted(rows) == THREADS, (name, out)
+        for n, row in rows.items():
+            memcpy = next(v for k, v in row.items() if k.startswith("memcpy") and "thr threads" in k)
+            assert figure(memcpy) > 0 and figure(row["/ memcpy"]) > 0, (name, n, row)
+            ratio = figure(row["pylayout"]) / figure(memcpy)
+            if " (" not in memcpy:  # one run: the ratio is exactly these two figures' (to their rounding)
+                assert abs(ratio - figure(row["/ memcpy"])) <= 0.02 + 0.01 * ratio, (name, n, row)
+
+
+def test_bench_three_channel_rows():
+    out = bench("--quick", "--only", "C=3")
+    check_memcpy_rows(out, ["NCHW->NHWC C=3 f32", "NCHW->NHWC C=3 u8", "NHWC->NCHW u8 C=3"])
+
+
+def test_bench_goal_rows_with_spread():
+    out = bench("--quick", "--runs", "2", "--only", "complex no-view", "--only", "in-cache",
+                "--only", "permute 5-D", "--only", "uint8", "--only", "1 KB")
+    assert "median (min-max) of 2 runs" in out
+    check_memcpy_rows(out, ["complex no-view", "in-cache 2-D transpose 64 KB", "in-cache 2-D transpose 256 KB",
+                            "in-cache 2-D transpose 1 MB", "permute 5-D", "2-D transpose 1024x1024 uint8"])
+    for name, ref in (("1 KB torch tensor", "torch .contiguous()"), ("1 KB NumPy array", "np.ascontiguousarray")):
+        rows = bench_rows(out, name)
+        assert sorted(rows) == THREADS, out
+        for row in rows.values():
+            assert row["reference"] == ref
+            for column in ("pylayout µs", "reference µs", "pylayout / reference"):
+                assert SPREAD.match(row[column]), (name, column, row[column])
+    for row in bench_rows(out, "permute 5-D").values():
+        for column in ("convert: pylayout", "memcpy (thr threads)", "/ memcpy", "x torch"):
+            assert SPREAD.match(row[column]), (column, row[column])
+    assert "multi-thread memcpy, CPU time / wall time" in out or THREADS == [1]
+
+
+def test_bench_sweep_prints_a_table(tmp_path):
+    out = bench("--sweep", "--quick", "--max-size", "256K", env=hiding(tmp_path, "matplotlib"))
+    for size in ("4 KB", "16 KB", "64 KB", "256 KB"):
+        rows = bench_rows(out, size, exact=True)
+        assert sorted(rows) == THREADS, (size, out)
+        for row in rows.values():
+            for column in ("pylayout", "torch", "numpy", "memcpy (thr threads)", "/ memcpy"):
+                assert figure(row[column]) > 0, (size, column, row)
+    assert "1 MB" not in out
+    lines = [line for line in out.splitlines() if "--plot" in line and "matplotlib" in line]
+    assert len(lines) == 1, out
+
+
+def test_bench_sweep_without_matplotlib_says_how_to_get_the_plot(tmp_path):
+    png = tmp_path / "sweep.png"
+    out = bench("--sweep", "--quick", "--max-size", "16K", "--plot", str(png), env=hiding(tmp_path, "matplotlib"))
+    assert bench_rows(out, "16 KB", exact=True) and not png.exists()
+    assert len([line for line in out.splitlines() if "matplotlib is not installed" in line]) == 1, out
+
+
+def test_bench_sweep_writes_the_png(tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot is drawn with matplotlib, an optional dependency")
+    png = tmp_path / "plots" / "sweep.png"
+    out = bench("--sweep", "--quick", "--max-size", "16K", "--plot", str(png))
+    assert f"plot written to {png}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_options_that_need_sweep():
+    proc = subprocess.run([sys.executable, "-m", "pylayout", "bench", "--plot", "x.png"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "--sweep" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "pylayout", "bench", "--runs", "0"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2 and "--runs" in proc.stderr
+
+
+@pytest.mark.parametrize("only, function", [("C=3", "contiguous"), ("NHWC->NCHW u8", "copy_into"),
+                                            ("in-cache", "copy_into"), ("1 KB", "contiguous"),
+                                            ("complex no-view", "view_as_complex"), (None, "copy_into")])
+def test_bench_refuses_to_time_a_wrong_result(monkeypatch, capsys, only, function):
+    """A row whose pylayout result is wrong raises before any timing (only=None: the sweep)."""
+    pytest.importorskip("torch", reason="the benchmark compares against torch")
+    pytest.importorskip("numpy", reason="the benchmark compares against NumPy")
+    from pylayout import _bench
+
+    real = getattr(pylayout, function)
+
+    def wrong(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if function == "copy_into":
+            out = args[0]
+        out[(0,) * out.ndim] += 1  # one element off, in place whatever the strides
+        return out
+
+    monkeypatch.setattr(pylayout, function, wrong)
+    with pytest.raises(AssertionError, match="differs"):
+        if only is None:
+            _bench.run(quick=True, sweep=True, max_size="16K")
+        else:
+            _bench.run(quick=True, only=only)
+    capsys.readouterr()
