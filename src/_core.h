@@ -209,6 +209,7 @@ const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject 
 PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy);
 PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn);
 PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor *t);
+PyObject *_plext_export_through(const DLPackExchangeAPI *api, pylayout_tensor *t);
 
 /* ----------------------------------------- _core_exchange.c: our C API */
 

@@ -137,34 +137,35 @@ done:
     return res;
 }
 
+/* The pair (re, im) as Python objects, stealing both: pylayout.Tensors when
+ * like is NULL, else objects of the kind `like` is (_plext_export_like). */
+static PyObject *parts_pair(core_state *state, PyObject *like, pylayout_tensor *re, pylayout_tensor *im)
+{
+    PyObject *a = like ? _plext_export_like(state, like, re) : _plext_wrap_tensor(state, re);
+    if (!a) {
+        _plext_release(im);
+        return NULL;
+    }
+    PyObject *b = like ? _plext_export_like(state, like, im) : _plext_wrap_tensor(state, im);
+    PyObject *res = b ? PyTuple_Pack(2, a, b) : NULL;
+    Py_DECREF(a);
+    Py_XDECREF(b);
+    return res;
+}
+
 /* unpack_complex(z, copy=False): zero-copy views of z's real and imaginary
  * parts, never of torch's memory (rule 2). */
 static PyObject *unpack_views(core_state *state, PyObject *z_obj)
 {
-    PyObject *zin = _plext_import_for_view(state, z_obj, "unpack_complex"), *a = NULL, *b = NULL, *res = NULL;
+    PyObject *zin = _plext_import_for_view(state, z_obj, "unpack_complex");
     if (!zin)
         return NULL;
     pylayout_tensor *re = NULL, *im = NULL;
     pylayout_status st = pylayout_complex_parts(((TensorObject *)zin)->tensor, &re, &im);
     Py_DECREF(zin);
-    if (st != PYLAYOUT_OK) {
-        _plext_raise_operand_status(st);
-        goto done;
-    }
-    a = _plext_wrap_tensor(state, re); /* steals re */
-    re = NULL;
-    if (!a)
-        goto done;
-    b = _plext_wrap_tensor(state, im); /* steals im */
-    im = NULL;
-    if (b)
-        res = PyTuple_Pack(2, a, b);
-done:
-    _plext_release(re);
-    _plext_release(im);
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    return res;
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_operand_status(st);
+    return parts_pair(state, NULL, re, im); /* steals both */
 }
 
 /* unpack_complex(z, copy=True): z's parts copied into two new tensors of
@@ -173,7 +174,7 @@ static PyObject *unpack_copies(core_state *state, PyObject *z_obj)
 {
     operand z = {.held = NULL};
     pylayout_tensor *re = NULL, *im = NULL;
-    PyObject *a = NULL, *b = NULL, *res = NULL;
+    PyObject *res = NULL;
     pylayout_status st;
     if (_plext_operand_take(state, z_obj, &z) < 0 || _plext_operand_guard(&z) < 0 ||
         _plext_operand_memory(&z, true) < 0)
@@ -202,19 +203,11 @@ static PyObject *unpack_copies(core_state *state, PyObject *z_obj)
         goto done;
     }
     _plext_operand_release(&z); /* memory done */
-    a = _plext_export_like(state, z_obj, re); /* steals re */
-    re = NULL;
-    if (!a)
-        goto done;
-    b = _plext_export_like(state, z_obj, im); /* steals im */
-    im = NULL;
-    if (b)
-        res = PyTuple_Pack(2, a, b);
+    res = parts_pair(state, z_obj, re, im); /* steals both */
+    re = im = NULL;
 done:
     _plext_release(re);
     _plext_release(im);
-    Py_XDECREF(a);
-    Py_XDECREF(b);
     _plext_operand_release(&z);
     return res;
 }

@@ -562,9 +562,18 @@ PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor 
     }
     if (!api || !api->managed_tensor_to_py_object_no_sync)
         return _plext_wrap_tensor(state, t);
+    PyObject *out = _plext_export_through(api, t);
+    _plext_release(t);
+    return out;
+}
+
+/* t handed to another library as its own object, through its exchange API
+ * (which must have managed_tensor_to_py_object_no_sync): a versioned export
+ * of t, which that object then owns.  t itself is not stolen. */
+PyObject *_plext_export_through(const DLPackExchangeAPI *api, pylayout_tensor *t)
+{
     DLManagedTensorVersioned *m;
     pylayout_status st = pylayout_tensor_to_versioned(t, &m);
-    _plext_release(t);
     if (st != PYLAYOUT_OK)
         return _plext_raise_status(st);
     void *out = NULL;

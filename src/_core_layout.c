@@ -365,12 +365,5 @@ PyObject *_plext_mod_to_type(PyObject *module, PyObject *args)
             return NULL;
         Py_RETURN_NONE;
     }
-    DLManagedTensorVersioned *m;
-    pylayout_status st = pylayout_tensor_to_versioned(((TensorObject *)tensor)->tensor, &m);
-    if (st != PYLAYOUT_OK)
-        return _plext_raise_status(st);
-    void *out = NULL;
-    if (api->managed_tensor_to_py_object_no_sync(m, &out) != 0)
-        return NULL;
-    return out;
+    return _plext_export_through(api, ((TensorObject *)tensor)->tensor);
 }
