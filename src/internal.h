@@ -70,7 +70,7 @@ void _pylayout_cache_release(void);
  * anything else ("1e9", "-5", "1.5G", "", overflow). */
 bool _pylayout_parse_bytes(const char *text, int64_t *bytes_ret);
 
-/* ------------------------------------------------------------ threads.c */
+/* ----------------------------------------------------------- warnings.c */
 
 /* Warnings pylayout gives at most once per process, one flag per kind. */
 typedef enum pl_warning {
@@ -91,6 +91,8 @@ bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...) PL_PRINTF(2, 3);
  * for a caller that reports it its own way (the Python extension raises a
  * RuntimeWarning). */
 bool _pylayout_warning_claim(pl_warning kind);
+
+/* ------------------------------------------------------------ threads.c */
 
 /* The threads this process can run at once, as seen from the calling
  * thread: the CPUs in its affinity mask (online ones only), at most

@@ -1,6 +1,6 @@
 /*
- * threads.c - how many threads a copy may use, one-time warnings, and
- * build info.
+ * threads.c - how many threads a copy may use, the persistent team that
+ * runs the parallel ones, and build info.
  *
  * The thread count in force, highest precedence first:
  *   1. pylayout_set_num_threads(n) (in a forked child: 1 until it is called
@@ -49,7 +49,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -66,29 +65,6 @@
 
 /* More threads than this is a typo. */
 #define PL_MAX_THREADS 4096
-
-/* ------------------------------------------------------------ warnings */
-
-static atomic_bool pl_warned[PL_WARN_KINDS];
-
-bool _pylayout_warning_claim(pl_warning kind)
-{
-    return !atomic_exchange(&pl_warned[kind], true);
-}
-
-bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...)
-{
-    if (!_pylayout_warning_claim(kind))
-        return false;
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "pylayout: warning: %s\n", text);
-    fflush(stderr);
-    return true;
-}
 
 /* ------------------------------------------------------- thread counts */
 
