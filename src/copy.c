@@ -14,17 +14,16 @@
  *   ROWS       innermost dim unit-stride in both: memcpy of rows;
  *   TRANSPOSE  dst unit-stride along dim a, src smallest-stride along another
  *              dim b: cache-blocked tiles with SIMD in-register transposes
- *              (copy_x86.c, chosen at run time; streaming stores for large
+ *              (copy_x86.c, chosen at run time by cpu_features.c; streaming stores for large
  *              copies) or a portable 2-D loop;
  *   STRIDED    anything else (broadcast sources, strided dsts): a 2-D loop,
  *              or SIMD step-2 gathers (x[..., ::2] into a unit-stride dst;
  *              streaming stores for large copies).
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "copy_kernels.h"
+#include "cpu_features.h"
 #include "internal.h"
 
 /* A copy that may run in parallel is cut into chunks of PL_CHUNK_MIN_BYTES
@@ -38,14 +37,6 @@
 #define PL_CHUNK_MIN_BYTES ((int64_t)64 * 1024)
 #define PL_CHUNK_MAX_BYTES ((int64_t)1024 * 1024)
 
-/* Transposes at least this large write dst with streaming stores (whole
- * 64-byte lines, no read-for-ownership; copy_x86.c).  Measured with
- * float32 n x n transposes, 1 thread, on the 2-core dev VM: n=512 (1 MiB)
- * 11.7 GB/s streaming vs 13.9 cached; n=1024 (4 MiB) 11.1 vs 7.4; n=2048
- * 9.8 vs 3.0; n=8192 9.4 vs 2.4.  Below ~L2 size cached stores win, and
- * leave the result in cache for whoever reads it next. */
-#define PL_STREAM_MIN_BYTES ((int64_t)4 * 1024 * 1024)
-
 /* Transposes whose tiles write one contiguous block of dst each (the whole
  * dst-innermost dim fits in a tile, e.g. the 27 x 28 tiles of
  * (27,28,28,28,28).permute(2,3,1,4,0)) but whose dst rows are not 64-byte
@@ -53,64 +44,6 @@
  * it out: no read-for-ownership of dst.  Measured on that permute, float32,
  * 1 thread: 5.0-5.4 -> 5.9-6.0 GB/s (cddbf7f; before the fence change). */
 #define PL_STREAM_BUFFER_BYTES 16384
-
-/* ------------------------------------------------------------ dispatch */
-
-/* Portable tile kernels: the same 2-D loop for every path. */
-#define PL_DEFINE_SCALAR_TILE(NAME, SIZE, MOVE2D)                                                        \
-    static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)      \
-    {                                                                                                    \
-        MOVE2D(src, ssa, SIZE, dst, SIZE, dsb, na, nb);                                                  \
-    }
-PL_DEFINE_SCALAR_TILE(pl_tile1_scalar, 1, _pl_move2d_1)
-PL_DEFINE_SCALAR_TILE(pl_tile2_scalar, 2, _pl_move2d_2)
-PL_DEFINE_SCALAR_TILE(pl_tile4_scalar, 4, _pl_move2d_4)
-PL_DEFINE_SCALAR_TILE(pl_tile8_scalar, 8, _pl_move2d_8)
-PL_DEFINE_SCALAR_TILE(pl_tile16_scalar, 16, _pl_move2d_16)
-
-static const _pylayout_copy_kernels pl_kernels_scalar = {
-    "scalar",
-    false,
-    {pl_tile1_scalar, pl_tile2_scalar, pl_tile4_scalar, pl_tile8_scalar, pl_tile16_scalar},
-    {NULL, NULL, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-    NULL,
-    NULL,
-};
-
-static _Atomic(const _pylayout_copy_kernels *) pl_kernels_chosen;
-
-/* The best path this CPU supports.  PYLAYOUT_SIMD=scalar|sse2|avx2 caps it
- * (for testing the fallbacks; a path the CPU lacks is never chosen). */
-static const _pylayout_copy_kernels *pl_kernels_detect(void)
-{
-    const char *cap = getenv("PYLAYOUT_SIMD");
-    if (cap != NULL && strcmp(cap, "scalar") == 0)
-        return &pl_kernels_scalar;
-#if defined(PYLAYOUT_HAVE_X86_KERNELS)
-    const bool upto_sse2 = cap != NULL && strcmp(cap, "sse2") == 0;
-    const bool upto_avx2 = upto_sse2 || (cap != NULL && strcmp(cap, "avx2") == 0);
-    __builtin_cpu_init();
-    if (!upto_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-        return &_pylayout_copy_kernels_avx512;
-    if (!upto_sse2 && __builtin_cpu_supports("avx2"))
-        return &_pylayout_copy_kernels_avx2;
-    return &_pylayout_copy_kernels_sse2;
-#else
-    return &pl_kernels_scalar;
-#endif
-}
-
-const _pylayout_copy_kernels *_pylayout_copy_kernels_get(void)
-{
-    const _pylayout_copy_kernels *k = atomic_load_explicit(&pl_kernels_chosen, memory_order_acquire);
-    if (k == NULL) { /* racing first calls all detect the same answer */
-        k = pl_kernels_detect();
-        atomic_store_explicit(&pl_kernels_chosen, k, memory_order_release);
-    }
-    return k;
-}
 
 /* ---------------------------------------------------------------- plan */
 
@@ -212,16 +145,9 @@ static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
         p->fence(); /* once per range: the streaming kernels leave it to us */
 }
 
-/* A copy's units cut into `chunks` runs of consecutive units. */
-typedef struct {
-    const pl_plan *p;
-    int64_t units, chunks;
-} pl_chunked;
-
-static void pl_run_chunk(void *ctx, int c)
+static void pl_run_units(void *ctx, int64_t u0, int64_t u1)
 {
-    const pl_chunked *job = ctx;
-    pl_run_range(job->p, c * job->units / job->chunks, (c + 1) * job->units / job->chunks);
+    pl_run_range(ctx, u0, u1);
 }
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -312,7 +238,7 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
     p.dsb = b >= 0 ? ds[b] : 0;
 
     const int lg = pl_log2_itemsize(itemsize);
-    const _pylayout_copy_kernels *k = _pylayout_copy_kernels_get();
+    const _pylayout_kernels *k = _pylayout_kernels_get();
     if (p.kind == PL_TRANSPOSE) {
         const int64_t t = pl_transpose_tile(itemsize);
         p.ta = pl_min(p.na, t);
@@ -430,8 +356,7 @@ static void pl_execute(int n, const int64_t *shape, const int64_t *ss, const int
          * holds up nothing it has not started. */
         int64_t chunks = pl_min(units, total_bytes / pl_chunk_bytes(total_bytes, nt));
         chunks = pl_max(2, pl_min(chunks, PL_MAX_CHUNKS));
-        pl_chunked job = {&p, units, chunks};
-        _pylayout_note_copy_threads(_pylayout_parallel_for((int)chunks, nt, pl_run_chunk, &job));
+        _pylayout_note_copy_threads(_pylayout_parallel_ranges(units, (int)chunks, 1, nt, pl_run_units, &p));
         return;
     }
     _pylayout_note_copy_threads(1);

@@ -107,6 +107,11 @@ int _pylayout_threads_setting(void);
  * started now may use. */
 int _pylayout_threads_wanted(void);
 
+/* The threads an OpenMP region the calling thread opens now may have: the
+ * count in force, clamped to what the machine runs and to what libgomp can
+ * create without exiting the process; >= 1. */
+int _pylayout_copy_threads(void);
+
 /* How many of `want` more threads (with libgomp's stack size) can be alive
  * at once right now; it creates and joins them to find out. */
 int _pylayout_threads_creatable(int want);
@@ -129,6 +134,17 @@ typedef void (*_pylayout_chunk_fn)(void *ctx, int chunk);
  * fn must make its own writes visible (e.g. fence streaming stores) before
  * it returns. */
 int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx);
+
+typedef void (*_pylayout_range_fn)(void *ctx, int64_t lo, int64_t hi);
+
+/* The range splitter copies and complex packing share: cuts [0, n) into
+ * `chunks` contiguous ranges of near-equal length (chunks <= PL_MAX_CHUNKS),
+ * each start but the first rounded down to a multiple of `align` (1 for
+ * none; a caller whose threads must not share cache lines passes enough
+ * elements for a line), and runs fn(ctx, lo, hi) for each on
+ * _pylayout_parallel_for with nthreads; returns what that returns. */
+int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads, _pylayout_range_fn fn,
+                              void *ctx);
 
 /* Copies of fewer bytes than this run on the calling thread, not cut into
  * chunks: 1 MiB, or PYLAYOUT_PARALLEL_MIN_BYTES (for tuning, and for tests
