@@ -158,4 +158,12 @@ int64_t _pylayout_parallel_min_bytes(void);
  * limits decide it, not the moment's scheduling: see _pylayout_parallel_for. */
 void _pylayout_note_copy_threads(int n);
 
+/* --------------------------------------------------------------- plan.c */
+
+/* Runs a canonical copy (copy.c): n dims of size > 1 with these byte
+ * strides, dst strides positive and descending, src and dst at their first
+ * elements (n == 0: one element), on at most nthreads threads. */
+void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
+                              const char *src, char *dst, int nthreads);
+
 #endif /* PYLAYOUT_INTERNAL_H */
