@@ -12,9 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "copy_kernels.h"
+#include "cpu_features.h"
 #include "internal.h"
-
 
 /* The real dtype of a complex one, or bits == 0 if there is none. */
 static DLDataType real_of(DLDataType c)
@@ -289,171 +288,60 @@ static bool same_dense_layout(const DLTensor *z, const int64_t *zs, const DLTens
 }
 
 /* ------------------------------------------------------ interleaving */
-/* Kernels over a range [k0, k1) of complex elements.  Element moves go through
- * memcpy or unaligned vector loads/stores: NumPy hands over arrays at any
- * byte address. */
-
-typedef void (*interleave_fn)(char *z, char *re, char *im, int64_t k0, int64_t k1);
-
-#define SCALAR_KERNELS(T)                                                                                         \
-    static void pack_scalar_##T(char *z, char *re, char *im, int64_t k0, int64_t k1)                             \
-    {                                                                                                             \
-        for (int64_t k = k0; k < k1; k++) {                                                                       \
-            memcpy(z + (2 * k) * sizeof(T), re + k * sizeof(T), sizeof(T));                                       \
-            memcpy(z + (2 * k + 1) * sizeof(T), im + k * sizeof(T), sizeof(T));                                   \
-        }                                                                                                         \
-    }                                                                                                             \
-    static void unpack_scalar_##T(char *z, char *re, char *im, int64_t k0, int64_t k1)                           \
-    {                                                                                                             \
-        for (int64_t k = k0; k < k1; k++) {                                                                       \
-            memcpy(re + k * sizeof(T), z + (2 * k) * sizeof(T), sizeof(T));                                       \
-            memcpy(im + k * sizeof(T), z + (2 * k + 1) * sizeof(T), sizeof(T));                                   \
-        }                                                                                                         \
-    }
-SCALAR_KERNELS(uint16_t)
-SCALAR_KERNELS(uint32_t)
-SCALAR_KERNELS(uint64_t)
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define HAVE_X86_INTERLEAVE 1
-
-/* 8 complex64 per step: unpack (re, im) pairs within 128-bit lanes, then put
- * the lanes in order.  With stream (a constant once inlined), z gets whole
- * lines of streaming stores: past the cache the output is not read back
- * soon, and skipping the read-for-ownership saves a third of the traffic;
- * z + 8 * k0 must then be 32-byte aligned. */
-__attribute__((target("avx2"), always_inline)) static inline void pack_avx2_4_with(char *z, char *re, char *im,
-                                                                                  int64_t k0, int64_t k1,
-                                                                                  bool stream)
-{
-    int64_t k = k0;
-    for (; k + 8 <= k1; k += 8) {
-        __m256 r = _mm256_loadu_ps((const float *)(re + 4 * k)), i = _mm256_loadu_ps((const float *)(im + 4 * k));
-        __m256 lo = _mm256_unpacklo_ps(r, i), hi = _mm256_unpackhi_ps(r, i);
-        __m256 a = _mm256_permute2f128_ps(lo, hi, 0x20), b = _mm256_permute2f128_ps(lo, hi, 0x31);
-        if (stream) {
-            _mm256_stream_ps((float *)(z + 8 * k), a);
-            _mm256_stream_ps((float *)(z + 8 * k + 32), b);
-        } else {
-            _mm256_storeu_ps((float *)(z + 8 * k), a);
-            _mm256_storeu_ps((float *)(z + 8 * k + 32), b);
-        }
-    }
-    if (stream)
-        _mm_sfence(); /* order the streaming stores before anyone reads z */
-    pack_scalar_uint32_t(z, re, im, k, k1);
-}
-
-__attribute__((target("avx2"))) static void pack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
-{
-    pack_avx2_4_with(z, re, im, k0, k1, false);
-}
-
-__attribute__((target("avx2"))) static void pack_avx2_4_stream(char *z, char *re, char *im, int64_t k0,
-                                                               int64_t k1)
-{
-    pack_avx2_4_with(z, re, im, k0, k1, true);
-}
-
-__attribute__((target("avx2"))) static void unpack_avx2_4(char *z, char *re, char *im, int64_t k0, int64_t k1)
-{
-    int64_t k = k0;
-    const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-    for (; k + 8 <= k1; k += 8) {
-        __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)(z + 8 * k)), even);
-        __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps((const float *)(z + 8 * k + 32)), even);
-        _mm256_storeu_ps((float *)(re + 4 * k), _mm256_permute2f128_ps(a, b, 0x20));
-        _mm256_storeu_ps((float *)(im + 4 * k), _mm256_permute2f128_ps(a, b, 0x31));
-    }
-    unpack_scalar_uint32_t(z, re, im, k, k1);
-}
-
-/* 4 complex128 per step. */
-__attribute__((target("avx2"))) static void pack_avx2_8(char *z, char *re, char *im, int64_t k0, int64_t k1)
-{
-    int64_t k = k0;
-    for (; k + 4 <= k1; k += 4) {
-        __m256d r = _mm256_loadu_pd((const double *)(re + 8 * k)), i = _mm256_loadu_pd((const double *)(im + 8 * k));
-        __m256d lo = _mm256_unpacklo_pd(r, i), hi = _mm256_unpackhi_pd(r, i);
-        _mm256_storeu_pd((double *)(z + 16 * k), _mm256_permute2f128_pd(lo, hi, 0x20));
-        _mm256_storeu_pd((double *)(z + 16 * k + 32), _mm256_permute2f128_pd(lo, hi, 0x31));
-    }
-    pack_scalar_uint64_t(z, re, im, k, k1);
-}
-
-__attribute__((target("avx2"))) static void unpack_avx2_8(char *z, char *re, char *im, int64_t k0, int64_t k1)
-{
-    int64_t k = k0;
-    for (; k + 4 <= k1; k += 4) {
-        __m256d a = _mm256_loadu_pd((const double *)(z + 16 * k)), b = _mm256_loadu_pd((const double *)(z + 16 * k + 32));
-        __m256d p = _mm256_permute2f128_pd(a, b, 0x20), q = _mm256_permute2f128_pd(a, b, 0x31);
-        _mm256_storeu_pd((double *)(re + 8 * k), _mm256_unpacklo_pd(p, q));
-        _mm256_storeu_pd((double *)(im + 8 * k), _mm256_unpackhi_pd(p, q));
-    }
-    unpack_scalar_uint64_t(z, re, im, k, k1);
-}
-#endif
-
-/* Streaming stores pay off once the output is well past the caches. */
-#define STREAM_MIN_BYTES ((size_t)4 << 20)
-
-static interleave_fn pick_interleave(bool pack, size_t real_size, const void *z, int64_t n)
-{
-#ifdef HAVE_X86_INTERLEAVE
-    /* The copy engine's run-time choice (cached; PYLAYOUT_SIMD caps it). */
-    bool avx2 = _pylayout_copy_kernels_get()->avx2;
-    bool stream = (size_t)n * 2 * real_size >= STREAM_MIN_BYTES && (uintptr_t)z % 32 == 0;
-    if (avx2 && real_size == 4)
-        return pack ? (stream ? pack_avx2_4_stream : pack_avx2_4) : unpack_avx2_4;
-    if (avx2 && real_size == 8)
-        return pack ? pack_avx2_8 : unpack_avx2_8;
-#else
-    (void)z;
-    (void)n;
-#endif
-    switch (real_size) {
-    case 2: return pack ? pack_scalar_uint16_t : unpack_scalar_uint16_t;
-    case 4: return pack ? pack_scalar_uint32_t : unpack_scalar_uint32_t;
-    default: return pack ? pack_scalar_uint64_t : unpack_scalar_uint64_t;
-    }
-}
 
 /* Below this many complex elements one thread is faster than waking more. */
-#define PACK_PARALLEL_MIN 65536
+#define PL_PACK_PARALLEL_MIN 65536
+
+/* Elements per chunk of a parallel pack: as many chunks as copies of this
+ * size, at most PL_MAX_CHUNKS. */
+#define PL_PACK_CHUNK (PL_PACK_PARALLEL_MIN / 4)
+
+/* Chunk boundaries fall on multiples of this many elements: no two threads
+ * write the same cache line of z, re or im (64 2-byte parts are two lines),
+ * and a streaming kernel's z stays 32-byte aligned at every chunk. */
+#define PL_PACK_ALIGN 64
 
 typedef struct {
-    interleave_fn fn;
+    _pylayout_interleave_fn fn;
+    void (*fence)(void); /* set when fn streams */
     void *z, *re, *im;
-    int64_t n, chunk;
 } interleave_job;
 
-static void interleave_chunk(void *ctx, int c)
+static void interleave_range(void *ctx, int64_t k0, int64_t k1)
 {
     const interleave_job *j = ctx;
-    int64_t k0 = (int64_t)c * j->chunk, k1 = k0 + j->chunk < j->n ? k0 + j->chunk : j->n;
-    j->fn(j->z, j->re, j->im, k0, k1); /* the streaming kernels fence their own stores */
+    j->fn(j->z, j->re, j->im, k0, k1);
+    if (j->fence != NULL)
+        j->fence(); /* the streaming kernels leave it to their caller */
 }
 
-/* On the copy engine's persistent team (threads.c), so packing shares its
- * rules: the thread count in force, and on a busy CPU the caller never
- * waits for a worker the kernel has not run.  Chunks are contiguous ranges
- * on 64-element boundaries: no two threads write the same cache line. */
+/* On the copy engine's kernel table (PYLAYOUT_SIMD caps it), and its
+ * persistent team (threads.c), so packing shares its rules: the thread
+ * count in force, and on a busy CPU the caller never waits for a worker the
+ * kernel has not run. */
 static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_t real_size)
 {
-    interleave_fn fn = pick_interleave(pack, real_size, zp, n);
+    const _pylayout_kernels *k = _pylayout_kernels_get();
+    const int lg = _pl_size_index(real_size); /* 2, 4 or 8: check_planar saw a complex dtype */
+    interleave_job job = {pack ? k->pack[lg] : k->unpack[lg], NULL, zp, rp, ip};
+    if (pack && k->pack_stream[lg] != NULL && n * 2 * (int64_t)real_size >= PL_STREAM_MIN_BYTES &&
+        (uintptr_t)zp % 32 == 0) {
+        /* past the caches the output is not read back soon: skipping the
+         * read-for-ownership saves a third of the traffic */
+        job.fn = k->pack_stream[lg];
+        job.fence = k->fence;
+    }
     int nthreads = 1;
-    if (n >= PACK_PARALLEL_MIN)
+    if (n >= PL_PACK_PARALLEL_MIN)
         nthreads = _pylayout_copy_threads(); /* not the public getter: it would clear the last error */
     if (nthreads <= 1) {
-        fn(zp, rp, ip, 0, n);
+        interleave_range(&job, 0, n);
         return;
     }
-    int64_t chunk = PACK_PARALLEL_MIN / 4;
-    if ((n + chunk - 1) / chunk > PL_MAX_CHUNKS)
-        chunk = ((n + PL_MAX_CHUNKS - 1) / PL_MAX_CHUNKS + 63) & ~(int64_t)63;
-    interleave_job job = {fn, zp, rp, ip, n, chunk};
-    _pylayout_parallel_for((int)((n + chunk - 1) / chunk), nthreads, interleave_chunk, &job);
+    int64_t chunks = (n + PL_PACK_CHUNK - 1) / PL_PACK_CHUNK;
+    if (chunks > PL_MAX_CHUNKS)
+        chunks = PL_MAX_CHUNKS;
+    _pylayout_parallel_ranges(n, (int)chunks, PL_PACK_ALIGN, nthreads, interleave_range, &job);
 }
 
 static int64_t count(const DLTensor *t)

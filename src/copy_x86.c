@@ -2,14 +2,15 @@
  * copy_x86.c - x86-64 kernels for pylayout_copy: in-register transposes,
  * step-2 gathers and streaming stores, with SSE2 (baseline x86-64, always
  * available), AVX2 and AVX-512 F+BW (compiled with per-function target
- * attributes, chosen at run time by copy.c; never a global -mavx2 or
- * -march=native).
+ * attributes, chosen at run time by cpu_features.c; never a global -mavx2
+ * or -march=native), and the x86 kernel tables (which also hold
+ * complex_x86.c's interleaves).
  *
  * Every micro-kernel moves a VxV block: src rows are ssa bytes apart and
  * unit-stride along the block's columns; dst rows are dsb bytes apart.  The
  * shuffles are bit-exact (no arithmetic), so float loads are fine for any data.
  */
-#include "copy_kernels.h"
+#include "kernels.h"
 
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
 
@@ -140,8 +141,8 @@ static void pl_sfence(void) { _mm_sfence(); }
  * costs.  Measured on 8192x8192 float32 (tools/bench_copy.c, 1 thread):
  * ~2.5 GB/s with cached stores, ~9 GB/s streaming whole lines, ~1 GB/s
  * streaming the same lines in halves far apart.  Needs dst and dsb 64-byte
- * aligned (else the cached-store tile runs); copy.c gives it tiles one line
- * wide along i.  The caller fences (see _pylayout_copy_kernels.fence). */
+ * aligned (else the cached-store tile runs); plan.c gives it tiles one line
+ * wide along i.  The caller fences (see _pylayout_kernels.fence). */
 #define PL_DEFINE_STREAM_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STREAM, CACHED_TILE, MOVE2D)         \
     ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \
@@ -211,15 +212,27 @@ static inline __m128i pl_loadu_si128(const void *p) { return _mm_loadu_si128((co
 static inline void pl_stream_si128v(void *p, __m128i v) { _mm_stream_si128((__m128i *)p, v); }
 PL_DEFINE_STREAM_COPY(pl_stream_copy_sse2, PL_SSE2, __m128i, pl_loadu_si128, pl_stream_si128v)
 
-const _pylayout_copy_kernels _pylayout_copy_kernels_sse2 = {
-    "sse2",
-    false,
-    {pl_tile1_sse2, pl_tile2_sse2, pl_tile4_sse2, pl_tile8_sse2, pl_tile16_sse2},
-    {pl_stile1_sse2, pl_stile2_sse2, pl_stile4_sse2, pl_stile8_sse2, pl_stile16_sse2},
-    {NULL, NULL, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-    pl_stream_copy_sse2,
-    pl_sfence,
+/* Complex packing has no SSE2 kernels: the portable loops. */
+const _pylayout_kernels _pylayout_kernels_sse2 = {
+    .name = "sse2",
+    .tile = {
+        [PL_SIZE1] = pl_tile1_sse2,
+        [PL_SIZE2] = pl_tile2_sse2,
+        [PL_SIZE4] = pl_tile4_sse2,
+        [PL_SIZE8] = pl_tile8_sse2,
+        [PL_SIZE16] = pl_tile16_sse2,
+    },
+    .tile_stream = {
+        [PL_SIZE1] = pl_stile1_sse2,
+        [PL_SIZE2] = pl_stile2_sse2,
+        [PL_SIZE4] = pl_stile4_sse2,
+        [PL_SIZE8] = pl_stile8_sse2,
+        [PL_SIZE16] = pl_stile16_sse2,
+    },
+    .stream_copy = pl_stream_copy_sse2,
+    .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pl_pack_4, [PL_SIZE8] = _pl_pack_8},
+    .unpack = {[PL_SIZE2] = _pl_unpack_2, [PL_SIZE4] = _pl_unpack_4, [PL_SIZE8] = _pl_unpack_8},
+    .fence = pl_sfence,
 };
 
 /* ------------------------------------------------------------------ AVX2 */
@@ -376,7 +389,7 @@ PL_DEFINE_STREAM_TILE(pl_stile16_avx2, PL_AVX2, 16, 1, __m128i, pl_t1x1_si128, p
  * the last element copied (src index 2 * PER of the step); the rest goes
  * element by element.  Measured on (32,64,112,224)[..., ::2] float32, 1
  * thread: 3.5 GB/s with the scalar strided loop, 4.8 with these cached,
- * 6.6 streaming (copy.c picks streaming for large copies). */
+ * 6.6 streaming (plan.c picks streaming for large copies). */
 #define PL_DEFINE_GATHER2_KERNEL(NAME, ATTR, SIZE, VEC, LOADU, STORE, EVENS, HEAD_ALIGN)                   \
     ATTR static void NAME(const char *src, char *dst, int64_t n)                                        \
     {                                                                                                    \
@@ -438,15 +451,46 @@ PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, pl_evens_epi64)
 
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_stream_si256v)
 
-const _pylayout_copy_kernels _pylayout_copy_kernels_avx2 = {
-    "avx2",
-    true,
-    {pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2, pl_tile8_avx2, pl_tile16_avx2},
-    {pl_stile1_avx2, pl_stile2_avx2, pl_stile4_avx2, pl_stile8_avx2, pl_stile16_avx2},
-    {pl_gather2_1_avx2, pl_gather2_2_avx2, pl_gather2_4_avx2, pl_gather2_8_avx2, NULL},
-    {pl_gather2_1_avx2_stream, pl_gather2_2_avx2_stream, pl_gather2_4_avx2_stream, pl_gather2_8_avx2_stream, NULL},
-    pl_stream_copy_avx2,
-    pl_sfence,
+/* The AVX2 tiles, gathers and complex interleaves; shared with the AVX-512
+ * table, which replaces only some streaming kernels. */
+#define PL_AVX2_TILES                                                                                    \
+    .tile = {                                                                                            \
+        [PL_SIZE1] = pl_tile1_avx2,                                                                      \
+        [PL_SIZE2] = pl_tile2_avx2,                                                                      \
+        [PL_SIZE4] = pl_tile4_avx2,                                                                      \
+        [PL_SIZE8] = pl_tile8_avx2,                                                                      \
+        [PL_SIZE16] = pl_tile16_avx2,                                                                    \
+    },                                                                                                   \
+    .tile_stream = {                                                                                     \
+        [PL_SIZE1] = pl_stile1_avx2,                                                                     \
+        [PL_SIZE2] = pl_stile2_avx2,                                                                     \
+        [PL_SIZE4] = pl_stile4_avx2,                                                                     \
+        [PL_SIZE8] = pl_stile8_avx2,                                                                     \
+        [PL_SIZE16] = pl_stile16_avx2,                                                                   \
+    },                                                                                                   \
+    .gather2 = {                                                                                         \
+        [PL_SIZE1] = pl_gather2_1_avx2,                                                                  \
+        [PL_SIZE2] = pl_gather2_2_avx2,                                                                  \
+        [PL_SIZE4] = pl_gather2_4_avx2,                                                                  \
+        [PL_SIZE8] = pl_gather2_8_avx2,                                                                  \
+    }
+#define PL_AVX2_COMPLEX                                                                                  \
+    .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
+    .pack_stream = {[PL_SIZE4] = _pylayout_pack4_avx2_stream},                                           \
+    .unpack = {[PL_SIZE2] = _pl_unpack_2, [PL_SIZE4] = _pylayout_unpack4_avx2, [PL_SIZE8] = _pylayout_unpack8_avx2}
+
+const _pylayout_kernels _pylayout_kernels_avx2 = {
+    .name = "avx2",
+    PL_AVX2_TILES,
+    .gather2_stream = {
+        [PL_SIZE1] = pl_gather2_1_avx2_stream,
+        [PL_SIZE2] = pl_gather2_2_avx2_stream,
+        [PL_SIZE4] = pl_gather2_4_avx2_stream,
+        [PL_SIZE8] = pl_gather2_8_avx2_stream,
+    },
+    .stream_copy = pl_stream_copy_avx2,
+    PL_AVX2_COMPLEX,
+    .fence = pl_sfence,
 };
 
 /* --------------------------------------------------------------- AVX-512 */
@@ -489,16 +533,18 @@ PL_DEFINE_GATHER2_512(pl_gather2_4_avx512_stream, 4, pl_evens512_epi32)
 PL_DEFINE_GATHER2_512(pl_gather2_8_avx512_stream, 8, pl_evens512_epi64)
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx512, PL_AVX512, __m512i, pl_loadu_si512, pl_stream_si512v)
 
-const _pylayout_copy_kernels _pylayout_copy_kernels_avx512 = {
-    "avx512",
-    true,
-    {pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2, pl_tile8_avx2, pl_tile16_avx2},
-    {pl_stile1_avx2, pl_stile2_avx2, pl_stile4_avx2, pl_stile8_avx2, pl_stile16_avx2},
-    {pl_gather2_1_avx2, pl_gather2_2_avx2, pl_gather2_4_avx2, pl_gather2_8_avx2, NULL},
-    {pl_gather2_1_avx2_stream, pl_gather2_2_avx512_stream, pl_gather2_4_avx512_stream, pl_gather2_8_avx512_stream,
-     NULL},
-    pl_stream_copy_avx512,
-    pl_sfence,
+const _pylayout_kernels _pylayout_kernels_avx512 = {
+    .name = "avx512",
+    PL_AVX2_TILES,
+    .gather2_stream = {
+        [PL_SIZE1] = pl_gather2_1_avx2_stream,
+        [PL_SIZE2] = pl_gather2_2_avx512_stream,
+        [PL_SIZE4] = pl_gather2_4_avx512_stream,
+        [PL_SIZE8] = pl_gather2_8_avx512_stream,
+    },
+    .stream_copy = pl_stream_copy_avx512,
+    PL_AVX2_COMPLEX,
+    .fence = pl_sfence,
 };
 
 #else

@@ -70,7 +70,7 @@ void _pylayout_cache_release(void);
  * anything else ("1e9", "-5", "1.5G", "", overflow). */
 bool _pylayout_parse_bytes(const char *text, int64_t *bytes_ret);
 
-/* ------------------------------------------------------------ threads.c */
+/* ----------------------------------------------------------- warnings.c */
 
 /* Warnings pylayout gives at most once per process, one flag per kind. */
 typedef enum pl_warning {
@@ -92,6 +92,8 @@ bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...) PL_PRINTF(2, 3);
  * RuntimeWarning). */
 bool _pylayout_warning_claim(pl_warning kind);
 
+/* ------------------------------------------------------------ threads.c */
+
 /* The threads this process can run at once, as seen from the calling
  * thread: the CPUs in its affinity mask (online ones only), at most
  * omp_get_thread_limit(); >= 1. */
@@ -104,6 +106,11 @@ int _pylayout_threads_setting(void);
 /* That count clamped to _pylayout_machine_threads(): the most threads a copy
  * started now may use. */
 int _pylayout_threads_wanted(void);
+
+/* The threads an OpenMP region the calling thread opens now may have: the
+ * count in force, clamped to what the machine runs and to what libgomp can
+ * create without exiting the process; >= 1. */
+int _pylayout_copy_threads(void);
 
 /* How many of `want` more threads (with libgomp's stack size) can be alive
  * at once right now; it creates and joins them to find out. */
@@ -128,6 +135,17 @@ typedef void (*_pylayout_chunk_fn)(void *ctx, int chunk);
  * it returns. */
 int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx);
 
+typedef void (*_pylayout_range_fn)(void *ctx, int64_t lo, int64_t hi);
+
+/* The range splitter copies and complex packing share: cuts [0, n) into
+ * `chunks` contiguous ranges of near-equal length (chunks <= PL_MAX_CHUNKS),
+ * each start but the first rounded down to a multiple of `align` (1 for
+ * none; a caller whose threads must not share cache lines passes enough
+ * elements for a line), and runs fn(ctx, lo, hi) for each on
+ * _pylayout_parallel_for with nthreads; returns what that returns. */
+int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads, _pylayout_range_fn fn,
+                              void *ctx);
+
 /* Copies of fewer bytes than this run on the calling thread, not cut into
  * chunks: 1 MiB, or PYLAYOUT_PARALLEL_MIN_BYTES (for tuning, and for tests
  * that want the chunked path on small tensors), read once.  Larger copies
@@ -139,5 +157,13 @@ int64_t _pylayout_parallel_min_bytes(void);
  * 1, or when no thread could be started; 0 before any copy).  Settings and
  * limits decide it, not the moment's scheduling: see _pylayout_parallel_for. */
 void _pylayout_note_copy_threads(int n);
+
+/* --------------------------------------------------------------- plan.c */
+
+/* Runs a canonical copy (copy.c): n dims of size > 1 with these byte
+ * strides, dst strides positive and descending, src and dst at their first
+ * elements (n == 0: one element), on at most nthreads threads. */
+void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
+                              const char *src, char *dst, int nthreads);
 
 #endif /* PYLAYOUT_INTERNAL_H */

@@ -1,6 +1,6 @@
 /*
- * threads.c - how many threads a copy may use, one-time warnings, and
- * build info.
+ * threads.c - how many threads a copy may use, and the persistent team
+ * that runs the parallel ones.
  *
  * The thread count in force, highest precedence first:
  *   1. pylayout_set_num_threads(n) (in a forked child: 1 until it is called
@@ -49,7 +49,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,34 +60,10 @@
 #include <omp.h>
 #endif
 
-#include "copy_kernels.h"
 #include "internal.h"
 
 /* More threads than this is a typo. */
 #define PL_MAX_THREADS 4096
-
-/* ------------------------------------------------------------ warnings */
-
-static atomic_bool pl_warned[PL_WARN_KINDS];
-
-bool _pylayout_warning_claim(pl_warning kind)
-{
-    return !atomic_exchange(&pl_warned[kind], true);
-}
-
-bool _pylayout_warn_once(pl_warning kind, const char *fmt, ...)
-{
-    if (!_pylayout_warning_claim(kind))
-        return false;
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "pylayout: warning: %s\n", text);
-    fflush(stderr);
-    return true;
-}
 
 /* ------------------------------------------------------- thread counts */
 
@@ -592,6 +567,35 @@ int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, voi
     return entitled;
 }
 
+/* One job of _pylayout_parallel_ranges. */
+typedef struct {
+    _pylayout_range_fn fn;
+    void *ctx;
+    int64_t n, align;
+    int chunks;
+} pl_ranges_job;
+
+/* Where range c of the job starts: c / chunks of the way, rounded down to
+ * a multiple of align; range `chunks` starts at n. */
+static int64_t pl_range_start(const pl_ranges_job *job, int c)
+{
+    if (c >= job->chunks)
+        return job->n;
+    return c * job->n / job->chunks / job->align * job->align;
+}
+
+static void pl_ranges_chunk(void *ctx, int c)
+{
+    const pl_ranges_job *job = ctx;
+    job->fn(job->ctx, pl_range_start(job, c), pl_range_start(job, c + 1));
+}
+
+int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads, _pylayout_range_fn fn, void *ctx)
+{
+    pl_ranges_job job = {fn, ctx, n, align, chunks};
+    return _pylayout_parallel_for(chunks, nthreads, pl_ranges_chunk, &job);
+}
+
 int _pylayout_threads_setting(void)
 {
 #ifdef _OPENMP
@@ -714,21 +718,6 @@ pylayout_status pylayout_get_num_threads(int *n_ret)
     if (n_ret == NULL)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_get_num_threads: n_ret is NULL");
     *n_ret = _pylayout_threads_setting();
-    _pylayout_clear_error();
-    return PYLAYOUT_OK;
-}
-
-pylayout_status pylayout_build_info(bool *openmp_ret, const char **simd_ret)
-{
-    if (openmp_ret == NULL || simd_ret == NULL)
-        return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "pylayout_build_info: %s is NULL",
-                              openmp_ret == NULL ? "openmp_ret" : "simd_ret");
-#ifdef _OPENMP
-    *openmp_ret = true;
-#else
-    *openmp_ret = false;
-#endif
-    *simd_ret = _pylayout_copy_kernels_get()->name;
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }

@@ -1,16 +1,40 @@
 /*
- * copy_kernels.h - the kernels behind pylayout_copy, shared by copy.c
- * (driver, portable kernels, run-time dispatch), copy_x86.c (SSE2, AVX2 and
- * AVX-512 kernels), complex.c (which asks the chosen path for AVX2) and
- * threads.c (build info).  Not installed.
+ * kernels.h - the kernel tables behind pylayout_copy and complex packing,
+ * one per SIMD path: kernels_portable.c (scalar), copy_x86.c and
+ * complex_x86.c (SSE2, AVX2 and AVX-512, compiled with per-function target
+ * attributes).  cpu_features.c picks one table at run time; plan.c and
+ * complex.c only ever call through it.  Not installed.
+ *
+ * Adding a SIMD path: write its kernels in a <what>_<arch>.c file, fill a
+ * table with designated initialisers (a missing entry is NULL and the
+ * callers fall back to the portable loop), and list it in cpu_features.c
+ * with the CPU features it needs.
  */
-#ifndef PYLAYOUT_COPY_KERNELS_H
-#define PYLAYOUT_COPY_KERNELS_H
+#ifndef PYLAYOUT_KERNELS_H
+#define PYLAYOUT_KERNELS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* The one guard for x86 kernels: GCC or clang (target attributes and
+ * __builtin_cpu_supports) on x86-64 (SSE2 always present). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PYLAYOUT_HAVE_X86_KERNELS 1
+#endif
+
+/* Outputs at least this large are written with streaming (non-temporal)
+ * stores where a kernel has them: whole 64-byte lines, no read-for-
+ * ownership.  Measured with float32 n x n transposes, 1 thread, on the
+ * 2-core dev VM: n=512 (1 MiB) 11.7 GB/s streaming vs 13.9 cached; n=1024
+ * (4 MiB) 11.1 vs 7.4; n=2048 9.8 vs 3.0; n=8192 9.4 vs 2.4.  Below ~L2
+ * size cached stores win, and leave the result in cache for whoever reads
+ * it next.  Complex packing uses the same threshold. */
+#define PL_STREAM_MIN_BYTES ((int64_t)4 * 1024 * 1024)
+
+/* Per-size kernel arrays are indexed by log2(element size). */
+enum { PL_SIZE1, PL_SIZE2, PL_SIZE4, PL_SIZE8, PL_SIZE16, PL_NSIZES };
 
 /* A tile transpose kernel for one element size.  For i < na, j < nb:
  *     dst[j * dsb + i * itemsize] = src[i * ssa + j * itemsize]
@@ -28,48 +52,73 @@ typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
 
-/* One SIMD path: a name for pylayout_build_info, then its kernels; the
- * per-size arrays are indexed by log2(itemsize) for sizes 1, 2, 4, 8, 16. */
-typedef struct _pylayout_copy_kernels {
+/* Complex (un)interleaving over complex elements [k0, k1) of dense arrays:
+ * pack writes z[2k] = re[k], z[2k+1] = im[k]; unpack the reverse.  Element
+ * moves go through memcpy or unaligned vector loads and stores: NumPy hands
+ * over arrays at any byte address. */
+typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0, int64_t k1);
+
+/* One SIMD path: its name, then its kernels.  NULL entries mean "none on
+ * this path": callers then use a cached-store variant or the portable loop. */
+typedef struct _pylayout_kernels {
+    /* What PYLAYOUT_SIMD and pylayout_build_info call this path. */
     const char *name;
-    /* The CPU has AVX2 (this path or a wider one): complex.c's interleaves use it. */
-    bool avx2;
-    _pylayout_tile_fn tile[5];
-    /* Variants with non-temporal (streaming) stores for copies much larger
-     * than the caches, NULL where none exists.  They want tiles 64 bytes
-     * wide along i and fall back to cached stores when dst or dsb is not
-     * 64-byte aligned.  No streaming kernel fences: see fence. */
-    _pylayout_tile_fn tile_stream[5];
-    /* Step-2 gathers per element size, NULL where none exists. */
-    _pylayout_gather2_fn gather2[5];
+    /* Tile transposes per element size. */
+    _pylayout_tile_fn tile[PL_NSIZES];
+    /* Variants with streaming stores for copies much larger than the
+     * caches.  They want tiles 64 bytes wide along i and fall back to
+     * cached stores when dst or dsb is not 64-byte aligned. */
+    _pylayout_tile_fn tile_stream[PL_NSIZES];
+    /* Step-2 gathers per element size. */
+    _pylayout_gather2_fn gather2[PL_NSIZES];
     /* The same with streaming stores, for copies beyond the caches. */
-    _pylayout_gather2_fn gather2_stream[5];
-    /* Buffer-to-memory streaming copy, NULL where none exists. */
+    _pylayout_gather2_fn gather2_stream[PL_NSIZES];
+    /* Buffer-to-memory streaming copy. */
     _pylayout_stream_copy_fn stream_copy;
+    /* Complex packing per size of one real part (2, 4 or 8 bytes). */
+    _pylayout_interleave_fn pack[PL_NSIZES];
+    /* pack with streaming stores to z; z + 2 * size * k0 must be 32-byte
+     * aligned. */
+    _pylayout_interleave_fn pack_stream[PL_NSIZES];
+    _pylayout_interleave_fn unpack[PL_NSIZES];
     /* Orders every streaming store made so far before any later store
-     * (sfence); NULL where nothing streams.  A caller runs it once, after
-     * its last streaming call and before it reports the copy done.  Fencing
-     * inside each call instead stalls on every small unit's write-back:
-     * the 3 KiB units of (27,28,28,28,28).permute(2,3,1,4,0) ran at 5.5
-     * GB/s fenced each, 9.5 fenced once per thread (float32, 1 thread). */
+     * (sfence); NULL where nothing streams.  No streaming kernel fences
+     * itself: a caller runs this once, after its last streaming call and
+     * before it reports the work done.  Fencing inside each call instead
+     * stalls on every small unit's write-back: the 3 KiB units of
+     * (27,28,28,28,28).permute(2,3,1,4,0) ran at 5.5 GB/s fenced each, 9.5
+     * fenced once per thread (float32, 1 thread). */
     void (*fence)(void);
-} _pylayout_copy_kernels;
+} _pylayout_kernels;
 
-/* The kernels chosen at run time for this CPU (first call decides; thread-safe). */
-const _pylayout_copy_kernels *_pylayout_copy_kernels_get(void);
+/* log2 of a kernel element size (1, 2, 4, 8, 16), or -1 for any other. */
+static inline int _pl_size_index(size_t itemsize)
+{
+    switch (itemsize) {
+    case 1: return PL_SIZE1;
+    case 2: return PL_SIZE2;
+    case 4: return PL_SIZE4;
+    case 8: return PL_SIZE8;
+    case 16: return PL_SIZE16;
+    default: return -1;
+    }
+}
 
-/* The threads an OpenMP region the calling thread opens now may have
- * (threads.c): the count in force, clamped to what the machine runs and to
- * what libgomp can create without exiting the process; >= 1. */
-int _pylayout_copy_threads(void);
+/* kernels_portable.c: C only, for any CPU. */
+extern const _pylayout_kernels _pylayout_kernels_scalar;
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define PYLAYOUT_HAVE_X86_KERNELS 1
-/* copy_x86.c: the SSE2 (baseline x86-64), AVX2 and AVX-512 (F + BW) kernel
- * tables. */
-extern const _pylayout_copy_kernels _pylayout_copy_kernels_sse2;
-extern const _pylayout_copy_kernels _pylayout_copy_kernels_avx2;
-extern const _pylayout_copy_kernels _pylayout_copy_kernels_avx512;
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+/* copy_x86.c: the SSE2 (baseline x86-64), AVX2 and AVX-512 (F + BW) tables. */
+extern const _pylayout_kernels _pylayout_kernels_sse2;
+extern const _pylayout_kernels _pylayout_kernels_avx2;
+extern const _pylayout_kernels _pylayout_kernels_avx512;
+
+/* complex_x86.c: AVX2 complex interleaving for 4- and 8-byte parts. */
+void _pylayout_pack4_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
+void _pylayout_pack4_avx2_stream(char *z, char *re, char *im, int64_t k0, int64_t k1);
+void _pylayout_unpack4_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
+void _pylayout_pack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
+void _pylayout_unpack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 #endif
 
 /* Portable strided 2-D move of fixed-size elements, used for tile edges and
@@ -151,4 +200,26 @@ PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
             NAME##_blocks(src, ssa, dst, dsb, na2, na, 0, nb);                                           \
     }
 
-#endif /* PYLAYOUT_COPY_KERNELS_H */
+/* Portable complex interleaving (see _pylayout_interleave_fn) for parts of
+ * SIZE bytes: _pl_pack_SIZE and _pl_unpack_SIZE.  Every table's fallback,
+ * and the tails of the SIMD ones. */
+#define PL_DEFINE_INTERLEAVE(SIZE)                                                                       \
+    static inline void _pl_pack_##SIZE(char *z, char *re, char *im, int64_t k0, int64_t k1)            \
+    {                                                                                                    \
+        for (int64_t k = k0; k < k1; k++) {                                                              \
+            memcpy(z + (2 * k) * (SIZE), re + k * (SIZE), SIZE);                                         \
+            memcpy(z + (2 * k + 1) * (SIZE), im + k * (SIZE), SIZE);                                     \
+        }                                                                                                \
+    }                                                                                                    \
+    static inline void _pl_unpack_##SIZE(char *z, char *re, char *im, int64_t k0, int64_t k1)          \
+    {                                                                                                    \
+        for (int64_t k = k0; k < k1; k++) {                                                              \
+            memcpy(re + k * (SIZE), z + (2 * k) * (SIZE), SIZE);                                         \
+            memcpy(im + k * (SIZE), z + (2 * k + 1) * (SIZE), SIZE);                                     \
+        }                                                                                                \
+    }
+PL_DEFINE_INTERLEAVE(2)
+PL_DEFINE_INTERLEAVE(4)
+PL_DEFINE_INTERLEAVE(8)
+
+#endif /* PYLAYOUT_KERNELS_H */

@@ -1,0 +1,26 @@
+/*
+ * cpu_features.h - which SIMD path this process runs (cpu_features.c).
+ * Not installed.
+ */
+#ifndef PYLAYOUT_CPU_FEATURES_H
+#define PYLAYOUT_CPU_FEATURES_H
+
+#include "kernels.h"
+
+/* Instruction-set extensions the kernels use, as bits. */
+enum {
+    PL_CPU_AVX2 = 1u << 0,
+    PL_CPU_AVX512F = 1u << 1,
+    PL_CPU_AVX512BW = 1u << 2,
+};
+
+/* The PL_CPU_* bits this CPU (and its OS) supports; 0 off x86-64. */
+unsigned _pylayout_cpu_features(void);
+
+/* The kernel table for this process: the best path the CPU supports, at
+ * most the one PYLAYOUT_SIMD names (scalar, sse2, avx2, avx512; for testing
+ * the fallbacks: a path the CPU lacks is never chosen, an unknown name caps
+ * nothing).  The first call decides; thread-safe. */
+const _pylayout_kernels *_pylayout_kernels_get(void);
+
+#endif /* PYLAYOUT_CPU_FEATURES_H */

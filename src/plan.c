@@ -1,0 +1,413 @@
+/*
+ * plan.c - the copy engine: turns a canonical copy (copy.c) into a loop nest
+ * of units and runs it.  Four steps, one function each:
+ *   1. choose the kind of unit (pl_choose_kind):
+ *        ROWS       innermost dim unit-stride in both: memcpy of rows;
+ *        TRANSPOSE  dst unit-stride along dim a, src smallest-stride along
+ *                   another dim b: cache-blocked tiles;
+ *        STRIDED    anything else (broadcast sources, strided dsts);
+ *   2. choose the kernels and unit sizes (pl_choose_transpose,
+ *      pl_choose_rows): SIMD tile transposes or step-2 gathers from the
+ *      table cpu_features.c picked, streaming variants for large copies, or
+ *      the portable 2-D loop;
+ *   3. build the loops (pl_build_loops): the dims left over, outermost
+ *      first, then the tile indices of b and a;
+ *   4. run them (pl_run): serially, or cut into contiguous ranges of units
+ *      across the persistent team (threads.c) when the copy is large enough.
+ */
+#include <string.h>
+
+#include "cpu_features.h"
+#include "internal.h"
+
+/* A copy that may run in parallel is cut into chunks of PL_CHUNK_MIN_BYTES
+ * to PL_CHUNK_MAX_BYTES, at least PL_CHUNKS_PER_THREAD per thread.  The
+ * caller runs them alone until it can tell the copy will take long enough
+ * to be worth the team (threads.c); then each thread takes its own
+ * contiguous run of the rest and, when done, the others' unclaimed chunks
+ * from the far end: a thread running at half speed (its core shared with
+ * another process) or not at all costs the copy at most a chunk at the end. */
+#define PL_CHUNKS_PER_THREAD 16
+#define PL_CHUNK_MIN_BYTES ((int64_t)64 * 1024)
+#define PL_CHUNK_MAX_BYTES ((int64_t)1024 * 1024)
+
+/* Transposes whose tiles write one contiguous block of dst each (the whole
+ * dst-innermost dim fits in a tile, e.g. the 27 x 28 tiles of
+ * (27,28,28,28,28).permute(2,3,1,4,0)) but whose dst rows are not 64-byte
+ * aligned build each tile in a stack buffer of at most this size and stream
+ * it out: no read-for-ownership of dst.  Measured on that permute, float32,
+ * 1 thread: 5.0-5.4 -> 5.9-6.0 GB/s (cddbf7f; before the fence change). */
+#define PL_STREAM_BUFFER_BYTES 16384
+
+/* A cache line: the unit of streaming stores, and of false sharing. */
+#define PL_LINE_BYTES 64
+
+/* A page, the smallest on x86-64 and arm64 Linux: src rows that start a
+ * page or more apart each cost their own TLB entry and hardware-prefetch
+ * stream.  Streaming transposes read one page of src per tile column;
+ * streaming step-2 gathers want rows at least this long, so that the
+ * element-by-element head that aligns dst stays a small part of each. */
+#define PL_PAGE_BYTES 4096
+
+/* An outer dim that steps src by at most this (four cache lines) continues
+ * rows whose lines the previous unit just brought into L1: see
+ * pl_keep_src_lines_hot.  Measured on (27,28,28,28,28).permute(2,3,1,4,0),
+ * float32, 1 thread: 4.4 -> 5.5 GB/s. */
+#define PL_NEAR_SRC_STEP_BYTES 256
+
+enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED };
+
+/* The canonical copy as a loop nest of units.  Loop dims (outermost first)
+ * end with the tile index of dim b, then of dim a; a unit moves an na x nb
+ * block: elements i < na along a, j < nb along b. */
+typedef struct pl_plan {
+    enum pl_kind kind;
+    size_t itemsize;
+    const char *src;
+    char *dst;
+    int nloop;
+    int64_t count[PYLAYOUT_MAX_NDIM + 2]; /* iterations of each loop dim */
+    int64_t sstep[PYLAYOUT_MAX_NDIM + 2]; /* byte steps per iteration */
+    int64_t dstep[PYLAYOUT_MAX_NDIM + 2];
+    int64_t na, nb, ta, tb;               /* extents and tile sizes of a and b */
+    int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
+    _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
+    _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE, set only when each unit's dst is one block */
+    _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
+    void (*fence)(void);                  /* set when a kernel above streams */
+} pl_plan;
+
+static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
+static int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Bytes per chunk of a parallel copy of total_bytes on nt threads. */
+static int64_t pl_chunk_bytes(int64_t total_bytes, int nt)
+{
+    return pl_min(PL_CHUNK_MAX_BYTES, pl_max(PL_CHUNK_MIN_BYTES, total_bytes / (PL_CHUNKS_PER_THREAD * nt)));
+}
+
+/* ------------------------------------------------------------------ run */
+
+static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
+{
+    switch (p->kind) {
+    case PL_ROWS:
+        for (int64_t j = 0; j < nb; j++)
+            memcpy(d + j * p->dsb, s + j * p->ssb, (size_t)na * p->itemsize);
+        return;
+    case PL_TRANSPOSE:
+        if (p->stream_out != NULL) {
+            /* one tile spans a (ta == na) and dsb == na * itemsize, so the
+             * unit's dst is one block: build it in L1, then stream it */
+            _Alignas(PL_LINE_BYTES) char buf[PL_STREAM_BUFFER_BYTES];
+            p->tile(s, p->ssa, buf, p->dsb, na, nb);
+            p->stream_out(d, buf, nb * p->dsb);
+            return;
+        }
+        if (p->tile != NULL) {
+            p->tile(s, p->ssa, d, p->dsb, na, nb);
+            return;
+        }
+        break;
+    case PL_STRIDED:
+        if (p->gather2 != NULL) {
+            for (int64_t j = 0; j < nb; j++)
+                p->gather2(s + j * p->ssb, d + j * p->dsb, na);
+            return;
+        }
+        break;
+    }
+    switch (p->itemsize) {
+    case 1: _pl_move2d_1(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 2: _pl_move2d_2(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 4: _pl_move2d_4(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 8: _pl_move2d_8(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 16: _pl_move2d_16(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    default: /* any other element size: byte by byte */
+        for (int64_t j = 0; j < nb; j++)
+            for (int64_t i = 0; i < na; i++)
+                memmove(d + j * p->dsb + i * p->dsa, s + j * p->ssb + i * p->ssa, p->itemsize);
+        break;
+    }
+}
+
+/* Runs units [u0, u1) of the nest: the start is decoded once, then an
+ * odometer walks the loop dims, the last (the tile index of a) fastest. */
+static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
+{
+    int64_t idx[PYLAYOUT_MAX_NDIM + 2];
+    int64_t soff = 0, doff = 0, rest = u0;
+    const int nl = p->nloop;
+    for (int k = nl - 1; k >= 0; k--) {
+        idx[k] = rest % p->count[k];
+        rest /= p->count[k];
+        soff += idx[k] * p->sstep[k];
+        doff += idx[k] * p->dstep[k];
+    }
+    const int64_t last_a = p->na - (p->count[nl - 1] - 1) * p->ta;
+    const int64_t last_b = p->nb - (p->count[nl - 2] - 1) * p->tb;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? last_a : p->ta;
+        int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? last_b : p->tb;
+        pl_run_unit(p, p->src + soff, p->dst + doff, na, nb);
+        for (int k = nl - 1; k >= 0; k--) {
+            soff += p->sstep[k];
+            doff += p->dstep[k];
+            if (++idx[k] < p->count[k])
+                break;
+            soff -= p->count[k] * p->sstep[k];
+            doff -= p->count[k] * p->dstep[k];
+            idx[k] = 0;
+        }
+    }
+    if (p->fence != NULL)
+        p->fence(); /* once per range: the streaming kernels leave it to us */
+}
+
+static void pl_run_units(void *plan, int64_t u0, int64_t u1)
+{
+    pl_run_range(plan, u0, u1);
+}
+
+/* Runs every unit of the plan, on nt threads when nt > 1. */
+static void pl_run(const pl_plan *p, int64_t total_bytes, int nt)
+{
+    int64_t units = 1;
+    for (int k = 0; k < p->nloop; k++)
+        units *= p->count[k];
+
+    if (nt > 1 && units > 1) {
+        /* Chunks of consecutive units (whole tiles), claimed by whichever
+         * thread runs next (threads.c): a thread the kernel does not run
+         * holds up nothing it has not started. */
+        int64_t chunks = pl_min(units, total_bytes / pl_chunk_bytes(total_bytes, nt));
+        chunks = pl_max(2, pl_min(chunks, PL_MAX_CHUNKS));
+        _pylayout_note_copy_threads(_pylayout_parallel_ranges(units, (int)chunks, 1, nt, pl_run_units, (void *)p));
+        return;
+    }
+    _pylayout_note_copy_threads(1);
+    pl_run_range(p, 0, units);
+}
+
+/* -------------------------------------------------------- choose the kind */
+
+/* The kind of unit for n >= 1 canonical dims, whose dst-innermost dim is
+ * a = n - 1; *b_ret gets the unit's second dim (-1 for none). */
+static enum pl_kind pl_choose_kind(int n, const int64_t *ss, const int64_t *ds, int64_t is, int *b_ret)
+{
+    const int a = n - 1;
+    int b = -1; /* src's smallest nonzero stride outside a */
+    for (int k = 0; k < a; k++)
+        if (ss[k] != 0 && (b < 0 || pl_abs(ss[k]) < pl_abs(ss[b])))
+            b = k;
+    const bool rows = ss[a] == is && ds[a] == is;
+    if (!rows && ss[a] != 0 && b >= 0 && pl_abs(ss[b]) < pl_abs(ss[a])) {
+        *b_ret = b;
+        return PL_TRANSPOSE;
+    }
+    *b_ret = a > 0 ? a - 1 : -1; /* whole rows of a, in units of the next dim out */
+    return rows ? PL_ROWS : PL_STRIDED;
+}
+
+/* ------------------------------------------------------ choose the kernel */
+
+/* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
+ * doubles, 8-16 KiB per side.  The 2Vx2V group order inside a tile finishes
+ * every cache line it touches, so power-of-two leading dimensions do not
+ * thrash L1; tile sizes from 32 to 512 elements measured within noise. */
+static int64_t pl_transpose_tile(size_t itemsize)
+{
+    switch (itemsize) {
+    case 1: return 128;
+    case 2: return 64;
+    case 4: return 64;
+    case 8: return 32;
+    default: return 16;
+    }
+}
+
+/* TRANSPOSE units: tile sizes, the table's tile kernel when both unit
+ * strides are one element, and a streaming variant for large copies.
+ * Returns the bytes from dst to its next line when the copy should first
+ * be split there to stream the rest (see _pylayout_copy_canonical), else 0. */
+static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a, const int64_t *ds,
+                                   int64_t total_bytes)
+{
+    const int64_t is = (int64_t)p->itemsize;
+    const int64_t t = pl_transpose_tile(p->itemsize);
+    p->ta = pl_min(p->na, t);
+    p->tb = pl_min(p->nb, pl_max(t, t * t / p->ta)); /* thin a: longer b strips */
+    const int lg = _pl_size_index(p->itemsize);
+    if (lg < 0 || p->dsa != is || p->ssb != is)
+        return 0; /* the portable 2-D loop */
+    p->tile = k->tile[lg];
+
+    bool lines = true; /* every dst row starts at the same offset in its line */
+    for (int d = 0; d < a; d++)
+        lines &= ds[d] % PL_LINE_BYTES == 0;
+    const int64_t head = (int64_t)((PL_LINE_BYTES - (uintptr_t)p->dst % PL_LINE_BYTES) % PL_LINE_BYTES);
+    const bool large = total_bytes >= PL_STREAM_MIN_BYTES;
+    const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
+    if (line_rows && head != 0 && head % is == 0)
+        return head;
+    if (line_rows && head == 0) {
+        /* whole dst lines per step: tiles one line along a, one page of
+         * src along b */
+        p->tile = k->tile_stream[lg];
+        p->fence = k->fence;
+        p->ta = PL_LINE_BYTES / is;
+        p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
+    } else if (large && k->stream_copy != NULL && p->ta == p->na && p->dsb == p->na * is &&
+               p->ta * p->tb * is <= PL_STREAM_BUFFER_BYTES) {
+        p->stream_out = k->stream_copy;
+        p->fence = k->fence;
+    }
+    return 0;
+}
+
+/* ROWS and STRIDED units: step-2 gathers where the table has them, and
+ * how many rows one unit takes. */
+static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total_bytes, int nt)
+{
+    const int64_t is = (int64_t)p->itemsize;
+    const int lg = _pl_size_index(p->itemsize);
+    if (p->kind == PL_STRIDED && lg >= 0 && p->dsa == is && p->ssa == 2 * is) {
+        p->gather2 = k->gather2[lg];
+        /* the streaming gather aligns dst element by element first:
+         * only possible when dst sits on whole elements */
+        if (total_bytes >= PL_STREAM_MIN_BYTES && p->na * is >= PL_PAGE_BYTES && k->gather2_stream[lg] != NULL &&
+            ((uintptr_t)p->dst | (uintptr_t)p->dsb) % (uintptr_t)is == 0) {
+            p->gather2 = k->gather2_stream[lg];
+            p->fence = k->fence;
+        }
+    }
+    /* Serially, one unit: memcpy sees whole rows and picks its own
+     * strategy (glibc streams above its non-temporal threshold, which
+     * chunking would hide from it).  In parallel, units of a chunk's
+     * size: memcpy of 64 MiB in 256 KiB to 64 MiB pieces measured
+     * within 1% of one call on the dev VM (19-20 GB/s; 24 for 256 KiB
+     * pieces). */
+    int64_t unit_elems = INT64_MAX;
+    if (nt > 1)
+        unit_elems = pl_max(1, pl_chunk_bytes(total_bytes, nt) / is);
+    p->ta = pl_min(p->na, unit_elems);
+    p->tb = pl_min(p->nb, pl_max(1, unit_elems / p->ta));
+}
+
+/* ------------------------------------------------------- build the loops */
+
+/* Outer loops run in dst order, so consecutive units write adjacent dst.
+ * A small transpose unit (thin a and b, e.g. a 27 x 28 tile of
+ * (27,28,28,28,28).permute(2,3,1,4,0)) then reads each src row only a few
+ * dozen bytes wide, pages apart, and comes back to the rest of those lines
+ * much later.  When some outer dim steps src by no more than a few lines,
+ * and the innermost one jumps pages, run that dim innermost instead:
+ * consecutive units continue the same src rows (the lines are still in L1)
+ * and write dst in chunks of a whole unit. */
+static void pl_keep_src_lines_hot(pl_plan *p, int nl)
+{
+    if (nl < 2)
+        return;
+    int best = nl - 1;
+    for (int k = 0; k < nl; k++)
+        if (pl_abs(p->sstep[k]) < pl_abs(p->sstep[best]))
+            best = k;
+    if (best == nl - 1 || pl_abs(p->sstep[best]) > PL_NEAR_SRC_STEP_BYTES ||
+        pl_abs(p->sstep[nl - 1]) < PL_PAGE_BYTES)
+        return;
+    int64_t c = p->count[best], st = p->sstep[best], dt = p->dstep[best];
+    for (int d = best; d < nl - 1; d++) {
+        p->count[d] = p->count[d + 1];
+        p->sstep[d] = p->sstep[d + 1];
+        p->dstep[d] = p->dstep[d + 1];
+    }
+    p->count[nl - 1] = c;
+    p->sstep[nl - 1] = st;
+    p->dstep[nl - 1] = dt;
+}
+
+/* The loop nest: every canonical dim but a and b in dst order, then the
+ * tile indices of b and a. */
+static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int a,
+                           int b)
+{
+    int nl = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == a || k == b)
+            continue;
+        p->count[nl] = shape[k];
+        p->sstep[nl] = ss[k];
+        p->dstep[nl] = ds[k];
+        nl++;
+    }
+    if (p->kind == PL_TRANSPOSE)
+        pl_keep_src_lines_hot(p, nl);
+    p->count[nl] = pl_ceil_div(p->nb, p->tb);
+    p->sstep[nl] = p->tb * p->ssb;
+    p->dstep[nl] = p->tb * p->dsb;
+    nl++;
+    p->count[nl] = pl_ceil_div(p->na, p->ta);
+    p->sstep[nl] = p->ta * p->ssa;
+    p->dstep[nl] = p->ta * p->dsa;
+    nl++;
+    p->nloop = nl;
+}
+
+/* ----------------------------------------------------------------- driver */
+
+void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
+                              const char *src, char *dst, int nthreads)
+{
+    const int64_t is = (int64_t)itemsize;
+    int64_t total_bytes = is;
+    for (int k = 0; k < n; k++)
+        total_bytes *= shape[k];
+    int nt = 1; /* threads for this copy: clamped to the machine only when it may go parallel */
+    if (nthreads > 1 && total_bytes >= _pylayout_parallel_min_bytes()) /* smaller: caller alone, unchunked */
+        nt = (int)pl_min(nthreads, _pylayout_machine_threads());
+
+    if (n == 0) {
+        _pylayout_note_copy_threads(1);
+        memcpy(dst, src, itemsize);
+        return;
+    }
+
+    pl_plan p;
+    memset(&p, 0, sizeof p);
+    p.itemsize = itemsize;
+    p.src = src;
+    p.dst = dst;
+    const int a = n - 1; /* the dst-innermost dim */
+    int b;
+    p.kind = pl_choose_kind(n, ss, ds, is, &b);
+    p.na = shape[a];
+    p.ssa = ss[a];
+    p.dsa = ds[a];
+    p.nb = b >= 0 ? shape[b] : 1;
+    p.ssb = b >= 0 ? ss[b] : 0;
+    p.dsb = b >= 0 ? ds[b] : 0;
+
+    const _pylayout_kernels *k = _pylayout_kernels_get();
+    if (p.kind != PL_TRANSPOSE) {
+        pl_choose_rows(&p, k, total_bytes, nt);
+    } else {
+        const int64_t head = pl_choose_transpose(&p, k, a, ds, total_bytes);
+        if (head != 0) {
+            /* dst is off its lines by whole elements, the same in every
+             * row (NumPy's large buffers start 16 bytes into a line):
+             * copy those first columns on their own, then stream the
+             * rest from a line-aligned dst */
+            int64_t part[PYLAYOUT_MAX_NDIM];
+            memcpy(part, shape, (size_t)n * sizeof *part);
+            part[a] = head / is;
+            _pylayout_copy_canonical(n, part, ss, ds, itemsize, src, dst, nthreads);
+            part[a] = shape[a] - head / is;
+            _pylayout_copy_canonical(n, part, ss, ds, itemsize, src + head / is * ss[a], dst + head, nthreads);
+            return;
+        }
+    }
+    pl_build_loops(&p, n, shape, ss, ds, a, b);
+    pl_run(&p, total_bytes, nt);
+}
