@@ -453,6 +453,26 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
 IN_CACHE_SIZES = ((64 << 10, "64 KB"), (256 << 10, "256 KB"), (1 << 20, "1 MB"))
 
 
+def _checked_transpose(rows: int, cols: int, what: str):
+    """A (rows, cols) float32 tensor read transposed (x, over `base`), its NumPy
+    view, and a contiguous output that pylayout.copy_into filled and that was
+    checked against x: what each 2-D transpose row times, correct first."""
+    base = torch.randn(cols, rows)
+    x = base.t()
+    dst = torch.empty(rows, cols)
+    pl.copy_into(dst, x)
+    if not torch.equal(dst, x):
+        raise AssertionError(f"{what}: copy_into's result differs from its input")
+    return base, x, x.numpy(), dst, dst.numpy()
+
+
+def _into_contestants(x, a, dst, dst_a, memcpy, threads: int, number: int) -> list:
+    """pylayout.copy_into, torch's copy_, np.copyto and memcpy of the same bytes
+    at `threads` threads, each as a batch of `number` calls."""
+    return [batched(lambda: pl.copy_into(dst, x), number), batched(lambda: dst.copy_(x), number),
+            batched(lambda: np.copyto(dst_a, a), number), memcpy.fn(threads, number)]
+
+
 def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
     """2-D float32 transposes small enough to stay in cache, into a preallocated
     output, called many times on the same buffers; the reference is memcpy of the
@@ -477,21 +497,13 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
     batch_bytes = (16 << 20) if quick else (128 << 20)
     for nbytes, label, name in names:
         side = int((nbytes // 4) ** 0.5)
-        x = torch.randn(side, side).t()
-        a = x.numpy()
-        dst = torch.empty(side, side)
-        dst_a = dst.numpy()
-        pl.copy_into(dst, x)
-        if not torch.equal(dst, x):
-            raise AssertionError(f"{name}: copy_into's result differs from its input")
+        _, x, a, dst, dst_a = _checked_transpose(side, side, name)
         memcpy = Memcpy(nbytes)
         number = max(4, batch_bytes // nbytes)
         name = f"{name} ({side}x{side}, {number} calls per batch)"
         for n in threads_to_measure():
             set_threads(n)
-            fns = [batched(lambda: pl.copy_into(dst, x), number), batched(lambda: dst.copy_(x), number),
-                   batched(lambda: np.copyto(dst_a, a), number), memcpy.fn(n, number)]
-            times = measure(fns, runs, repeat, number=number)
+            times = measure(_into_contestants(x, a, dst, dst_a, memcpy, n, number), runs, repeat, number=number)
             g = _gbps_all(nbytes, times)
             lines.append(f"| {name} | {n} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} | {fig(g[3])} "
                          f"| {fig(per_run(g[0], g[3]))} | {fig(per_run(g[0], g[1]))} | {fig(per_run(g[0], g[2]))} "
@@ -659,22 +671,14 @@ def bench_sweep(quick: bool, runs: int = 1, max_size: int | None = None) -> tupl
         elems = nbytes // 4
         rows = 1 << ((elems.bit_length() - 1) // 2)
         cols = elems // rows
-        base = torch.randn(cols, rows)
-        x = base.t()  # (rows, cols), transposed
-        a = x.numpy()
-        dst = torch.empty(rows, cols)
-        dst_a = dst.numpy()
-        pl.copy_into(dst, x)
-        if not torch.equal(dst, x):
-            raise AssertionError(f"sweep {size_label(nbytes)} ({rows}x{cols}): copy_into's result differs")
+        base, x, a, dst, dst_a = _checked_transpose(rows, cols, f"sweep {size_label(nbytes)} ({rows}x{cols})")
         memcpy = Memcpy(src=base.view(torch.uint8).reshape(-1).numpy(), dst=dst.view(torch.uint8).reshape(-1).numpy())
         number = max(1, ((4 << 20) if quick else (32 << 20)) // nbytes)
         repeat = 2 if quick or nbytes >= (256 << 20) else 5
         min_time = 0.0 if quick else 0.1
         for n in nthreads:
             set_threads(n)
-            fns = [batched(lambda: pl.copy_into(dst, x), number), batched(lambda: dst.copy_(x), number),
-                   batched(lambda: np.copyto(dst_a, a), number), memcpy.fn(n, number)]
+            fns = _into_contestants(x, a, dst, dst_a, memcpy, n, number)
             g = _gbps_all(nbytes, measure(fns, runs, repeat, min_time, number))
             for c, vals in zip(SWEEP_CONTESTANTS, g):
                 data[n][c].append((nbytes, vals))

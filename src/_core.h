@@ -155,6 +155,7 @@ int _plext_parse_format_args(PyObject *format, PyObject *memory_format, pylayout
 int _plext_parse_copy(PyObject *copy, int *want);
 int _plext_parse_dtype(PyObject *obj, DLDataType *dt);
 int _plext_parse_int64_seq(PyObject *seq, const char *what, int64_t *out, int32_t *n);
+int _plext_parse_order(PyObject *seq, int32_t *order, int32_t *n);
 int _plext_parse_device(PyObject *obj, DLDevice *dev, int *given);
 PyObject *_plext_int64_tuple(const int64_t *v, int32_t n);
 int _plext_check_host(const DLTensor *dl, const char *what);

@@ -185,6 +185,19 @@ done:
     return rc;
 }
 
+/* Parses a dim order (a sequence of ints, outermost dim first) into
+ * order[0 .. *n).  An entry outside [0, *n) becomes -1, which every core
+ * call refuses as not a permutation, with its own message. */
+int _plext_parse_order(PyObject *seq, int32_t *order, int32_t *n)
+{
+    int64_t order64[PYLAYOUT_MAX_NDIM];
+    if (_plext_parse_int64_seq(seq, "order must be a sequence of ints", order64, n) < 0)
+        return -1;
+    for (int32_t i = 0; i < *n; i++)
+        order[i] = order64[i] < 0 || order64[i] >= *n ? -1 : (int32_t)order64[i];
+    return 0;
+}
+
 /* Parses device=: None, "cpu", a (type, id) pair, or anything with
  * __dlpack_device__.  Returns 0 and sets *given = 0 for None. */
 int _plext_parse_device(PyObject *obj, DLDevice *dev, int *given)

@@ -102,7 +102,7 @@ PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:empty", kwlist, &shape_obj, &dtype_obj, &fmt_obj,
                                      &order_obj))
         return NULL;
-    int64_t shape[PYLAYOUT_MAX_NDIM], order64[PYLAYOUT_MAX_NDIM];
+    int64_t shape[PYLAYOUT_MAX_NDIM];
     int32_t ndim, order_n, order[PYLAYOUT_MAX_NDIM];
     DLDataType dt = {kDLFloat, 32, 1};
     pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
@@ -121,14 +121,12 @@ PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
             PyErr_SetString(PyExc_ValueError, "give format or order, not both");
             return NULL;
         }
-        if (_plext_parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &order_n) < 0)
+        if (_plext_parse_order(order_obj, order, &order_n) < 0)
             return NULL;
         if (order_n != ndim) {
             PyErr_Format(PyExc_ValueError, "order has %d entries but shape has %d", (int)order_n, (int)ndim);
             return NULL;
         }
-        for (int32_t i = 0; i < ndim; i++)
-            order[i] = order64[i] < 0 || order64[i] >= ndim ? -1 : (int32_t)order64[i];
         st = pylayout_tensor_empty_order(ndim, shape, dt, order, &t);
     } else {
         st = pylayout_tensor_empty(ndim, shape, dt, fmt, &t);
@@ -221,9 +219,8 @@ PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         _plext_parse_copy(copy, &want_copy) < 0)
         return NULL;
     core_state *state = get_state(module);
-    int64_t order64[PYLAYOUT_MAX_NDIM];
     int32_t order[PYLAYOUT_MAX_NDIM], n;
-    if (_plext_parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
+    if (_plext_parse_order(order_obj, order, &n) < 0)
         return NULL;
     operand x = {.held = NULL};
     pylayout_status st;
@@ -233,8 +230,6 @@ PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n, (int)x.dl->ndim);
         goto done;
     }
-    for (int32_t i = 0; i < n; i++)
-        order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
     bool already = false;
     if ((st = pylayout_is_in_order(x.dl, order, &already)) != PYLAYOUT_OK) {
         _plext_raise_status(st);
@@ -334,17 +329,15 @@ PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *k
     PyObject *shape_obj, *order_obj;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:order_strides", kwlist, &shape_obj, &order_obj))
         return NULL;
-    int64_t shape[PYLAYOUT_MAX_NDIM], order64[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
     int32_t ndim, n, order[PYLAYOUT_MAX_NDIM];
     if (_plext_parse_int64_seq(shape_obj, "shape must be a sequence of ints", shape, &ndim) < 0 ||
-        _plext_parse_int64_seq(order_obj, "order must be a sequence of ints", order64, &n) < 0)
+        _plext_parse_order(order_obj, order, &n) < 0)
         return NULL;
     if (n != ndim) {
         PyErr_Format(PyExc_ValueError, "order has %d entries but shape has %d", (int)n, (int)ndim);
         return NULL;
     }
-    for (int32_t i = 0; i < n; i++)
-        order[i] = order64[i] < 0 || order64[i] >= n ? -1 : (int32_t)order64[i];
     pylayout_status st = pylayout_order_strides(ndim, shape, order, strides);
     return st != PYLAYOUT_OK ? _plext_raise_status(st) : _plext_int64_tuple(strides, ndim);
 }

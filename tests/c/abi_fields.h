@@ -3,8 +3,8 @@
  * size and alignment, every field's offset, size and scalar type, every enum
  * value and flag bit, and the exact type of every function pointer.
  *
- * Included by abi_ours.c (after <pylayout.h>) and by abi_official.c (after
- * the official <dlpack/dlpack.h>): the same list, evaluated once against
+ * Included by abi_table.c, compiled once after <pylayout.h> and once after
+ * the official <dlpack/dlpack.h>: the same list, evaluated once against
  * each declaration, gives two tables that must be identical.
  */
 #ifndef PYLAYOUT_ABI_FIELDS_H

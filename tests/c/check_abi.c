@@ -2,8 +2,8 @@
  * check_abi.c - pylayout's DLPack declarations (include/pylayout/dlpack.h)
  * against the official DLPack 1.x header, field by field.
  *
- * abi_ours.c and abi_official.c evaluate the same list (abi_fields.h) against
- * each declaration; this file compares the two tables: struct sizes and
+ * abi_table.c, compiled once per header (as abi_ours and abi_official),
+ * evaluates the same list (abi_fields.h) against each; this file compares the two tables: struct sizes and
  * alignments, field offsets, sizes and types, function pointer types, enum
  * values and flag bits.  abi_mixed.c includes the official header and then
  * <pylayout.h> (warnings as errors) and runs a round trip with its types.

@@ -92,23 +92,16 @@ static inline void layout_strides(int32_t ndim, const int64_t *shape, const int 
                                   const int *flip, const int *zero, int64_t *strides, int64_t *lo, int64_t *hi)
 {
     int64_t acc = 1;
+    *lo = *hi = 0;
     for (int p = ndim - 1; p >= 0; p--) {
         int d = perm ? perm[p] : p;
-        if (zero && zero[d]) {
-            strides[d] = 0;
-            continue;
-        }
         int64_t step = steps ? steps[d] : 1;
-        strides[d] = acc * step * (flip && flip[d] ? -1 : 1);
+        strides[d] = zero && zero[d] ? 0 : acc * step * (flip && flip[d] ? -1 : 1);
+        if (strides[d] == 0)
+            continue; /* a broadcast dim takes no room */
+        int64_t last = (shape[d] > 0 ? shape[d] - 1 : 0) * strides[d]; /* the offset of its last index */
+        *(last < 0 ? lo : hi) += last;
         acc *= (shape[d] > 1 ? shape[d] : 1) * step;
-    }
-    *lo = *hi = 0;
-    for (int d = 0; d < ndim; d++) {
-        int64_t reach = (shape[d] > 0 ? shape[d] - 1 : 0) * strides[d];
-        if (reach < 0)
-            *lo += reach;
-        else
-            *hi += reach;
     }
 }
 

@@ -799,11 +799,9 @@ def _expected_canonical(shape, strides):
     """pylayout.h: a size-1 dim takes the extent of the dims inside it,
     max(|stride| * size) over them, 1 when innermost."""
     out = list(strides)
-    extent = 1
-    for d in range(len(shape) - 1, -1, -1):
+    for d in reversed(range(len(shape))):  # inner size-1 dims first: their new strides count
         if shape[d] == 1:
-            out[d] = extent
-        extent = max(extent, abs(out[d]) * shape[d])
+            out[d] = max([1] + [abs(out[k]) * shape[k] for k in range(d + 1, len(shape))])
     return tuple(out)
 
 
