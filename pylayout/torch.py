@@ -127,12 +127,19 @@ def _not_aliasing(x: torch.Tensor, plain: torch.Tensor, out: torch.Tensor, strid
     return out
 
 
+def _converted(x: torch.Tensor, strides, convert) -> torch.Tensor:
+    """x laid out with `strides` (pylayout's C answer for the conversion):
+    off the CPU torch moves the bytes on x's device; on the CPU the core
+    converts (convert(plain)), and the result never aliases x."""
+    if not x.is_cpu:
+        return _on_device(x, strides)
+    plain = _plain(x)
+    return _not_aliasing(x, plain, convert(plain), strides)
+
+
 @custom_op("pylayout::to_order", mutates_args=())
 def _to_order_op(x: torch.Tensor, order: list[int]) -> torch.Tensor:
-    if not x.is_cpu:
-        return _on_device(x, _core.order_strides(x.shape, order))
-    plain = _plain(x)
-    return _not_aliasing(x, plain, _core.to_order(plain, order), _order_strides(x.shape, order))
+    return _converted(x, _core.order_strides(x.shape, order), lambda plain: _core.to_order(plain, order))
 
 
 @_to_order_op.register_fake
@@ -149,10 +156,7 @@ _to_order_op.register_autograd(_identity_backward)
 
 @custom_op("pylayout::to_format", mutates_args=())
 def _to_format_op(x: torch.Tensor, fmt: str) -> torch.Tensor:
-    if not x.is_cpu:
-        return _on_device(x, _core.format_strides(x.shape, fmt))
-    plain = _plain(x)
-    return _not_aliasing(x, plain, _core.contiguous(plain, fmt), _format_strides(x.shape, fmt))
+    return _converted(x, _core.format_strides(x.shape, fmt), lambda plain: _core.contiguous(plain, fmt))
 
 
 @_to_format_op.register_fake

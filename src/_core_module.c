@@ -32,23 +32,28 @@ static PyObject *mod_set_num_threads(PyObject *module, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* A count the core reports through an out parameter (calls that cannot
+ * fail), as a Python int. */
+static PyObject *count_of(pylayout_status (*report)(int *), int fallback)
+{
+    int n = fallback;
+    report(&n);
+    return PyLong_FromLong(n);
+}
+
 /* Test hook: the threads the calling thread's last copy was entitled to. */
 static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    int n = 0;
-    pylayout_last_copy_threads(&n);
-    return PyLong_FromLong(n);
+    return count_of(pylayout_last_copy_threads, 0);
 }
 
 static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    int n = 1;
-    pylayout_get_num_threads(&n);
-    return PyLong_FromLong(n);
+    return count_of(pylayout_get_num_threads, 1);
 }
 
 static PyObject *mod_set_cache_limit(PyObject *module, PyObject *arg)
