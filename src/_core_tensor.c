@@ -523,24 +523,11 @@ static PyMethodDef Tensor_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-/* Not Py_TPFLAGS_DISALLOW_INSTANTIATION: its error ("cannot create
- * 'pylayout.Tensor' instances") would not say how to get a Tensor, and
- * tests/python/test_tensor_object.py holds the error to naming from_dlpack. */
-static PyObject *Tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    (void)args;
-    (void)kwds;
-    PyErr_Format(PyExc_TypeError, "%s cannot be created directly; use pylayout.from_dlpack(x) or pylayout.empty()",
-                 type->tp_name);
-    return NULL;
-}
-
 static PyType_Slot Tensor_slots[] = {
     {Py_tp_dealloc, Tensor_dealloc},
     {Py_tp_repr, Tensor_repr},
     {Py_tp_getset, Tensor_getset},
     {Py_tp_methods, Tensor_methods},
-    {Py_tp_new, Tensor_new},
     {Py_bf_getbuffer, Tensor_getbuffer},
     {Py_bf_releasebuffer, Tensor_releasebuffer},
     {Py_tp_doc, "A strided tensor exchanged through DLPack: a zero-copy view of a producer's memory.\n\n"
@@ -553,7 +540,9 @@ PyType_Spec _plext_tensor_spec = {
     .name = "pylayout.Tensor",
     .basicsize = sizeof(TensorObject),
     /* Immutable, as a builtin type is: nobody rebinds __dlpack__ or swaps
-     * the exchange-API capsule that other libraries read from C. */
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+     * the exchange-API capsule that other libraries read from C.  No
+     * constructor: a Tensor exists only over memory that was handed over
+     * (from_dlpack, empty, the exchange API), never half made. */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = Tensor_slots,
 };

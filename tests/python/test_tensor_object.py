@@ -128,8 +128,15 @@ def test_attributes_are_read_only(np):
 
 
 def test_cannot_construct_directly():
-    with pytest.raises(TypeError, match="from_dlpack"):
-        pl.Tensor()
+    """A Tensor exists only over memory someone handed over: no constructor
+    (Py_TPFLAGS_DISALLOW_INSTANTIATION, as CPython's own such types), and the
+    type's doc says where Tensors come from."""
+    for make in (lambda: pl.Tensor(), lambda: pl.Tensor.__new__(pl.Tensor), lambda: object.__new__(pl.Tensor)):
+        with pytest.raises(TypeError, match="cannot create|not safe"):
+            make()
+    assert "pylayout.from_dlpack" in pl.Tensor.__doc__
+    with pytest.raises(TypeError):  # immutable: nobody rebinds what other libraries read from C
+        pl.Tensor.__dlpack__ = None
 
 
 def test_dtype_names_and_itemsize(torch):
