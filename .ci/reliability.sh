@@ -91,7 +91,7 @@ if ! command -v clang >/dev/null; then
     echo "clang not found: installing it (for libFuzzer)"
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null || true
+    $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev libomp-14-dev >/dev/null || true
 fi
 run_section "d fuzz ${FUZZ_SECONDS}s" bash tests/fuzz/run.sh "$FUZZ_SECONDS"
 

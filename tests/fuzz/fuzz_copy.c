@@ -130,8 +130,15 @@ static bool host_device(DLDevice d)
 /* ------------------------------------------------------------- tensors */
 
 #define MAX_FUZZ_NDIM 8
-#define MAX_NUMEL ((int64_t)1 << 15)      /* elements a memory op may touch */
-#define MAX_BYTES ((int64_t)1 << 18)      /* bytes a backing buffer may take */
+/* Elements a memory op may touch and bytes a backing buffer may take.  Most
+ * inputs stay small (fast, and the reference checks every byte); a "large"
+ * input (LLVMFuzzerTestOneInput) raises both past the streaming-store
+ * threshold (4 MiB) and the size at which copies go parallel. */
+#define SMALL_NUMEL ((int64_t)1 << 15)
+#define SMALL_BYTES ((int64_t)1 << 18)
+#define LARGE_NUMEL ((int64_t)1 << 22)
+#define LARGE_BYTES ((int64_t)1 << 24)
+static int64_t MAX_NUMEL = SMALL_NUMEL, MAX_BYTES = SMALL_BYTES;
 
 /* One allocation, exactly sized; `snap` and `expect` have the same size. */
 typedef struct {
@@ -1063,7 +1070,14 @@ static void op_queries(reader *r)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
-    switch (u8(&r) % 8) {
+    uint8_t op = u8(&r);
+    /* One input in sixteen runs large, on 1 or 2 threads (the OpenMP team
+     * when the harness is built with OpenMP); the rest small, on one thread. */
+    bool large = (op & 0xf0) == 0xf0;
+    MAX_NUMEL = large ? LARGE_NUMEL : SMALL_NUMEL;
+    MAX_BYTES = large ? LARGE_BYTES : SMALL_BYTES;
+    pylayout_set_num_threads(large ? 1 + (u8(&r) & 1) : 1);
+    switch (op % 8) {
     case 0: case 1: case 2:
         op_copy(&r);
         break;

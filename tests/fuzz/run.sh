@@ -14,8 +14,9 @@
 # Build: meson, in $PL_FUZZ_BUILD/meson, with -Dfuzz=enabled (meson.options):
 # the core library built once (src/meson.build) instrumented for coverage,
 # ASan + UBSan over everything, tests/fuzz/meson.build linking the harness.
-# Without OpenMP (the core compiles serially without it; clang's libomp is
-# often not installed).  If the compiler cannot link libFuzzer (gcc, or no
+# With OpenMP where the compiler has it (clang: Debian's libomp-14-dev, which
+# .ci/run installs), so that large inputs run the parallel team; without it
+# the core compiles serially and run.sh says so.  If the compiler cannot link libFuzzer (gcc, or no
 # libclang-rt-*-dev), meson builds the harness with -DPL_FUZZ_STANDALONE into
 # a driver that replays the corpus and then feeds random inputs for the same
 # time: weaker, but CI still fuzzes.  --standalone builds it with gcc.
@@ -60,7 +61,7 @@ else
     command -v "$CC" >/dev/null || { echo "run.sh: $CC not found, falling back to gcc and the standalone driver"; CC=gcc; }
     BUILD="$OUT/meson-$(basename "$CC")"
 fi
-setup=(-Dfuzz=enabled -Dpython=disabled -Dtests=disabled -Dinstall_c_library=false -Dopenmp=disabled
+setup=(-Dfuzz=enabled -Dpython=disabled -Dtests=disabled -Dinstall_c_library=false -Dopenmp=auto
        -Dbuildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false
        "-Dc_args=-fno-omit-frame-pointer -fno-sanitize-recover=undefined ${PL_FUZZ_CFLAGS:-}")
 if [ -f "$BUILD/build.ninja" ]; then
@@ -75,7 +76,9 @@ if nm "$bin" 2>/dev/null | grep LLVMFuzzerRunDriver >/dev/null; then  # no -q: p
 else
     mode=standalone
 fi
-echo "run.sh: built $bin ($mode, $CC, meson -Dfuzz=enabled), fuzzing for ${total}s"
+openmp=without
+grep -qE "[Dd]ependency openmp.* found: YES" "$BUILD/meson-logs/meson-log.txt" && openmp=with
+echo "run.sh: built $bin ($mode, $CC, meson -Dfuzz=enabled, $openmp OpenMP), fuzzing for ${total}s"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
