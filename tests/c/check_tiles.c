@@ -1,0 +1,211 @@
+/*
+ * check_tiles.c - Check tests of the transpose tile kernels through
+ * pylayout_copy: 1-byte 2-D transposes (the AVX-512, AVX2, SSE2 and
+ * portable tiles, cached and streaming) and 4-byte permutes with thin,
+ * ragged tiles like (27,28,28,28,28).permute(2,3,1,4,0).
+ *
+ * Every copy is compared with a naive reference; the destination sits at
+ * a byte offset off its cache lines (or on one) inside a buffer whose
+ * guard bytes on both sides must come back untouched.  Registered once per
+ * PYLAYOUT_SIMD path in tests/c/meson.build; runs at 1 and 2 threads.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pylayout.h>
+
+#include "check_util.h"
+
+#define GUARD 192
+#define SENTINEL 0xA5
+
+/* One copy: a src view of `shape` with element strides `sstr` over a dense
+ * buffer of `selems` elements, into a row-major dst of the same shape. */
+typedef struct copy_case {
+    int32_t ndim;
+    int64_t shape[5];
+    int64_t sstr[5];
+    int64_t selems;
+    size_t itemsize;
+} copy_case;
+
+static DLDataType dtype_of(size_t itemsize)
+{
+    DLDataType dt = {itemsize == 4 ? kDLFloat : kDLUInt, (uint8_t)(8 * itemsize), 1};
+    return dt;
+}
+
+/* Copies c from a src at byte offset soff into a dst at byte offset doff
+ * (both from 64-byte aligned buffers) and checks every byte of dst and its
+ * guards. */
+static void run_case(const copy_case *c, size_t soff, size_t doff, unsigned seed)
+{
+    const size_t is = c->itemsize;
+    int64_t n = 1, dstr[5];
+    for (int d = c->ndim - 1; d >= 0; d--) {
+        dstr[d] = n;
+        n *= c->shape[d];
+    }
+    size_t sbytes = (size_t)c->selems * is + soff, dbytes = (size_t)n * is;
+    size_t dtotal = (GUARD + doff + dbytes + GUARD + 63) / 64 * 64;
+    unsigned char *sbuf = aligned_alloc(64, (sbytes + 63) / 64 * 64);
+    unsigned char *dbuf = aligned_alloc(64, dtotal);
+    ck_assert_ptr_nonnull(sbuf);
+    ck_assert_ptr_nonnull(dbuf);
+    for (size_t i = 0; i < sbytes; i++)
+        sbuf[i] = (unsigned char)test_rand(&seed, 256);
+    memset(dbuf, SENTINEL, dtotal);
+
+    DLTensor s = dl_make(sbuf, c->ndim, c->shape, c->sstr, dtype_of(is), soff);
+    DLTensor d = dl_make(dbuf, c->ndim, c->shape, dstr, dtype_of(is), GUARD + doff);
+    ck_assert_int_eq(pylayout_copy(&s, &d), PYLAYOUT_OK);
+
+    const unsigned char *src = sbuf + soff, *dst = dbuf + GUARD + doff;
+    for (size_t i = 0; i < GUARD + doff; i++)
+        ck_assert_msg(dbuf[i] == SENTINEL, "byte %zu before dst written", GUARD + doff - i);
+    for (size_t i = GUARD + doff + dbytes; i < dtotal; i++)
+        ck_assert_msg(dbuf[i] == SENTINEL, "byte %zu after dst written", i - (GUARD + doff + dbytes));
+    int64_t idx[5] = {0, 0, 0, 0, 0};
+    if (n > 0) {
+        do {
+            int64_t so = 0, dof = 0;
+            for (int k = 0; k < c->ndim; k++) {
+                so += idx[k] * c->sstr[k];
+                dof += idx[k] * dstr[k];
+            }
+            if (memcmp(dst + dof * (int64_t)is, src + so * (int64_t)is, is) != 0)
+                ck_abort_msg("element (%lld,%lld,%lld,%lld,%lld) differs (ndim %d, itemsize %zu, soff %zu, doff %zu)",
+                             (long long)idx[0], (long long)idx[1], (long long)idx[2], (long long)idx[3],
+                             (long long)idx[4], c->ndim, is, soff, doff);
+        } while (next_index(idx, c->ndim, c->shape));
+    }
+    free(sbuf);
+    free(dbuf);
+}
+
+/* The transpose of a rows x cols row-major matrix, as a copy case. */
+static copy_case transpose_case(int64_t rows, int64_t cols, size_t itemsize)
+{
+    copy_case c = {.ndim = 2, .shape = {cols, rows}, .sstr = {1, cols}, .selems = rows * cols, .itemsize = itemsize};
+    return c;
+}
+
+/* x of `shape` (row-major), permuted by perm, as a copy case. */
+static copy_case permute_case(int32_t ndim, const int64_t *shape, const int *perm, size_t itemsize)
+{
+    copy_case c = {.ndim = ndim, .itemsize = itemsize, .selems = 1};
+    int64_t str[5], acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        str[d] = acc;
+        acc *= shape[d];
+    }
+    c.selems = acc;
+    for (int d = 0; d < ndim; d++) {
+        c.shape[d] = shape[perm[d]];
+        c.sstr[d] = str[perm[d]];
+    }
+    return c;
+}
+
+typedef struct {
+    const copy_case *cases;
+    int ncases;
+    const size_t *offsets; /* pairs of (src, dst) byte offsets */
+    int noffsets;
+} case_set;
+
+static void run_set(int threads, void *ctx)
+{
+    const case_set *set = ctx;
+    for (int i = 0; i < set->ncases; i++)
+        for (int o = 0; o < set->noffsets; o++)
+            run_case(&set->cases[i], set->offsets[2 * o], set->offsets[2 * o + 1],
+                     (unsigned)(i * 131 + o * 7 + threads));
+}
+
+static const size_t offsets_small[] = {0, 0, 1, 0, 0, 1, 3, 17, 64, 40, 5, 63};
+
+/* uint8 transposes of every size 1..70 by a few, and primes: ragged edges
+ * of the 16x16 and 64-row blocks. */
+START_TEST(test_u8_ragged)
+{
+    copy_case cases[70 * 6];
+    int n = 0;
+    const int64_t others[] = {1, 7, 16, 31, 64, 67};
+    for (int64_t r = 1; r <= 70; r++)
+        for (int k = 0; k < 6; k++)
+            cases[n++] = transpose_case(r, others[(k + (int)r) % 6], 1);
+    case_set set = {cases, n, offsets_small, 6};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* Sizes around the 256-row and 128-column blocks of the streaming kernel,
+ * still under the streaming threshold (cached tiles). */
+START_TEST(test_u8_medium)
+{
+    const copy_case cases[] = {
+        transpose_case(255, 129, 1), transpose_case(256, 128, 1), transpose_case(257, 131, 1),
+        transpose_case(509, 521, 1), transpose_case(1024, 1000, 1), transpose_case(97, 1031, 1),
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offsets_small, 6};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* Above PL_STREAM_MIN_BYTES (4 MiB): the streaming tiles, with dst on a
+ * line (the staged 256-row kernel), off it by bytes (the split that
+ * aligns dst first), and sizes that leave every kind of edge. */
+START_TEST(test_u8_streaming)
+{
+    static const size_t offs[] = {0, 0, 3, 16, 1, 63};
+    const copy_case cases[] = {
+        transpose_case(2304, 2304, 1), /* 256-row and 128-column multiples */
+        transpose_case(2333, 2111, 1), /* primes-ish: every edge */
+        transpose_case(4500, 1000, 1),
+        transpose_case(700, 6100, 1),
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 3};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* 4-byte permutes of the (27,28,28,28,28) by (2,3,1,4,0) kind: 27 x 28
+ * tiles whose dst rows are 108 bytes, small and above the streaming
+ * threshold, and 2-D float transposes of ragged sizes. */
+START_TEST(test_f32_permute_5d)
+{
+    static const int perm[5] = {2, 3, 1, 4, 0};
+    static const int64_t s1[5] = {27, 28, 3, 4, 28}, s2[5] = {5, 6, 7, 6, 7}, s3[5] = {27, 28, 12, 12, 28},
+                         s4[5] = {3, 29, 5, 2, 31};
+    const copy_case cases[] = {
+        permute_case(5, s1, perm, 4), permute_case(5, s2, perm, 4), permute_case(5, s3, perm, 4),
+        permute_case(5, s4, perm, 4), transpose_case(27, 28, 4),    transpose_case(70, 61, 4),
+    };
+    static const size_t offs[] = {0, 0, 4, 12, 8, 60};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 3};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+static Suite *tiles_suite(void)
+{
+    const tcase_spec cases[] = {
+        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_medium), TEST(test_u8_streaming)),
+        TCASE("f32", TEST(test_f32_permute_5d)),
+    };
+    return SUITE_OF("tiles", cases, 300);
+}
+
+int main(void)
+{
+    const char *simd = "?";
+    bool openmp = false;
+    pylayout_build_info(&openmp, &simd);
+    printf("check_tiles: simd=%s openmp=%d\n", simd, (int)openmp);
+    return run_suite(tiles_suite());
+}
