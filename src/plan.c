@@ -5,6 +5,9 @@
  *        ROWS       innermost dim unit-stride in both: memcpy of rows;
  *        TRANSPOSE  dst unit-stride along dim a, src smallest-stride along
  *                   another dim b: cache-blocked tiles;
+ *        THIN       a TRANSPOSE with a side of 2 to 4 elements (3-channel
+ *                   images, complex pairs): P-plane interleaves or their
+ *                   inverse (pl_choose_thin);
  *        STRIDED    anything else (broadcast sources, strided dsts);
  *   2. choose the kernels and unit sizes (pl_choose_transpose,
  *      pl_choose_rows): SIMD tile transposes or step-2 gathers from the
@@ -55,7 +58,17 @@
  * float32, 1 thread: 4.4 -> 5.5 GB/s. */
 #define PL_NEAR_SRC_STEP_BYTES 256
 
-enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED };
+/* Thin transposes (PL_THIN) cut their long dim into units of about this
+ * many bytes of the packed (P-element group) side, a whole number of
+ * 64-group steps, so units of an aligned row start on cache lines. */
+#define PL_THIN_UNIT_BYTES ((int64_t)32 * 1024)
+
+/* A transpose whose thin side has 2 to 4 elements is a PL_THIN copy only
+ * when its long side has at least this many: shorter ones are a few
+ * element moves each, and the tile loop does them as well. */
+#define PL_THIN_MIN_LONG 16
+
+enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED, PL_THIN };
 
 /* The canonical copy as a loop nest of units.  Loop dims (outermost first)
  * end with the tile index of dim b, then of dim a; a unit moves an na x nb
@@ -75,6 +88,9 @@ typedef struct pl_plan {
     _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE, set only when each unit's dst is one block */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     void (*fence)(void);                  /* set when a kernel above streams */
+    _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
+    _pylayout_unzip_fn unzip;             /* THIN, nb = P groups in src: planes along b of dst */
+    int thin_p;                           /* THIN: P, the planes (2, 3 or 4) */
 } pl_plan;
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -89,6 +105,50 @@ static int64_t pl_chunk_bytes(int64_t total_bytes, int nt)
 }
 
 /* ------------------------------------------------------------------ run */
+
+/* One PL_THIN unit: n groups of P elements.  With stream_out (large
+ * copies), dst is written in whole lines with streaming stores: the part
+ * up to dst's first line directly, then pieces built in an L1 buffer and
+ * streamed out, each a whole number of lines long.  dst addresses that
+ * never meet a line boundary at a group's start stream from wherever they
+ * are (stream_copy writes partial lines with ordinary stores). */
+static void pl_run_thin(const pl_plan *p, const char *s, char *d, int64_t n)
+{
+    const int64_t is = (int64_t)p->itemsize, g = p->thin_p * is; /* bytes per group */
+    if (p->stream_out == NULL) {
+        if (p->zip != NULL)
+            p->zip(s, p->ssa, d, n);
+        else
+            p->unzip(s, d, p->dsb, n);
+        return;
+    }
+    /* Elements to dst's first line: of the packed dst (zip) or plane 0 (unzip). */
+    const int64_t step = p->zip != NULL ? g : is;
+    int64_t head = 0;
+    while (head < PL_LINE_BYTES && head < n && (uintptr_t)(d + head * step) % PL_LINE_BYTES != 0)
+        head++;
+    if (head == PL_LINE_BYTES)
+        head = 0;
+    /* groups per piece: the buffer's worth, a multiple of 64 groups */
+    const int64_t piece = PL_LINE_BYTES * (PL_STREAM_BUFFER_BYTES / (PL_LINE_BYTES * g));
+    _Alignas(PL_LINE_BYTES) char buf[PL_STREAM_BUFFER_BYTES];
+    if (p->zip != NULL) {
+        p->zip(s, p->ssa, d, head);
+        for (int64_t k = head; k < n; k += piece) {
+            const int64_t m = pl_min(piece, n - k);
+            p->zip(s + k * is, p->ssa, buf, m);
+            p->stream_out(d + k * g, buf, m * g);
+        }
+    } else {
+        p->unzip(s, d, p->dsb, head);
+        for (int64_t k = head; k < n; k += piece) {
+            const int64_t m = pl_min(piece, n - k);
+            p->unzip(s + k * g, buf, piece * is, m);
+            for (int q = 0; q < p->thin_p; q++)
+                p->stream_out(d + q * p->dsb + k * is, buf + q * piece * is, m * is);
+        }
+    }
+}
 
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
 {
@@ -111,6 +171,9 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             return;
         }
         break;
+    case PL_THIN:
+        pl_run_thin(p, s, d, p->zip != NULL ? nb : na);
+        return;
     case PL_STRIDED:
         if (p->gather2 != NULL) {
             for (int64_t j = 0; j < nb; j++)
@@ -267,6 +330,46 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     return 0;
 }
 
+/* A TRANSPOSE one of whose sides is 2 to 4 elements and the other long
+ * becomes a THIN copy: P-plane interleaves (zip: dst groups of P = na
+ * elements, dense, from P src planes ssa apart) or their inverse (unzip:
+ * src groups of P = nb elements, dense, into P dst planes dsb apart), both
+ * unit-stride along the long side.  Units are stretches of the long side.
+ * Returns whether it did. */
+static bool pl_choose_thin(pl_plan *p, const _pylayout_kernels *k, int64_t total_bytes)
+{
+    const int64_t is = (int64_t)p->itemsize;
+    const int lg = _pl_size_index(p->itemsize);
+    if (lg < 0 || p->dsa != is || p->ssb != is)
+        return false;
+    const _pylayout_thin_kernels *t = k->thin != NULL ? k->thin : &_pylayout_thin_portable;
+    int64_t P;
+    if (p->na >= 2 && p->na <= 4 && p->dsb == p->na * is && p->nb >= PL_THIN_MIN_LONG) {
+        P = p->na;
+        p->zip = t->zip[P - 2][lg] != NULL ? t->zip[P - 2][lg] : _pylayout_thin_portable.zip[P - 2][lg];
+    } else if (p->nb >= 2 && p->nb <= 4 && p->ssa == p->nb * is && p->na >= PL_THIN_MIN_LONG) {
+        P = p->nb;
+        p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
+    } else {
+        return false;
+    }
+    p->kind = PL_THIN;
+    p->thin_p = (int)P;
+    const int64_t unit = PL_LINE_BYTES * pl_max(1, PL_THIN_UNIT_BYTES / (PL_LINE_BYTES * P * is));
+    if (p->zip != NULL) {
+        p->ta = p->na;
+        p->tb = pl_min(p->nb, unit);
+    } else {
+        p->ta = pl_min(p->na, unit);
+        p->tb = p->nb;
+    }
+    if (total_bytes >= PL_STREAM_MIN_BYTES && k->stream_copy != NULL) {
+        p->stream_out = k->stream_copy;
+        p->fence = k->fence;
+    }
+    return true;
+}
+
 /* ROWS and STRIDED units: step-2 gathers where the table has them, and
  * how many rows one unit takes. */
 static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total_bytes, int nt)
@@ -390,7 +493,9 @@ void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     p.dsb = b >= 0 ? ds[b] : 0;
 
     const _pylayout_kernels *k = _pylayout_kernels_get();
-    if (p.kind != PL_TRANSPOSE) {
+    if (p.kind == PL_TRANSPOSE && pl_choose_thin(&p, k, total_bytes)) {
+        /* a thin transpose: kernels and units chosen */
+    } else if (p.kind != PL_TRANSPOSE) {
         pl_choose_rows(&p, k, total_bytes, nt);
     } else {
         const int64_t head = pl_choose_transpose(&p, k, a, ds, total_bytes);
