@@ -233,6 +233,7 @@ const _pylayout_kernels _pylayout_kernels_sse2 = {
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pl_pack_4, [PL_SIZE8] = _pl_pack_8},
     .unpack = {[PL_SIZE2] = _pl_unpack_2, [PL_SIZE4] = _pl_unpack_4, [PL_SIZE8] = _pl_unpack_8},
     .fence = pl_sfence,
+    .thin = &_pylayout_thin_sse2,
 };
 
 /* ------------------------------------------------------------------ AVX2 */
@@ -491,6 +492,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .stream_copy = pl_stream_copy_avx2,
     PL_AVX2_COMPLEX,
     .fence = pl_sfence,
+    .thin = &_pylayout_thin_avx2,
 };
 
 /* --------------------------------------------------------------- AVX-512 */
@@ -659,6 +661,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .stream_copy = pl_stream_copy_avx512,
     PL_AVX2_COMPLEX,
     .fence = pl_sfence,
+    .thin = &_pylayout_thin_avx2,
 };
 
 #else

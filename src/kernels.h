@@ -58,6 +58,28 @@ typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
  * over arrays at any byte address. */
 typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0, int64_t k1);
 
+/* Thin transposes: P = 2, 3 or 4 planes of n elements each, plane p at
+ * planes + p * plane_stride (bytes, any sign), and one dense array of n
+ * groups of P elements.  zip interleaves:
+ *     packed[(k * P + p) * itemsize] = planes[p * plane_stride + k * itemsize]
+ * unzip is the inverse (planes written, packed read).  NCHW -> NHWC with 3
+ * channels is a batch of 3-plane zips, NHWC -> NCHW of 3-plane unzips, and
+ * view_as_complex of a transposed (n, 2) a 2-plane zip.  Any byte address,
+ * any n >= 0; planes and packed never overlap. */
+typedef void (*_pylayout_zip_fn)(const char *planes, int64_t plane_stride, char *packed, int64_t n);
+typedef void (*_pylayout_unzip_fn)(const char *packed, char *planes, int64_t plane_stride, int64_t n);
+
+/* The thin-transpose kernels of one SIMD path, [P - 2][log2(itemsize)];
+ * NULL entries run the portable loops (_pylayout_thin_portable). */
+typedef struct _pylayout_thin_kernels {
+    _pylayout_zip_fn zip[3][PL_NSIZES];
+    _pylayout_unzip_fn unzip[3][PL_NSIZES];
+} _pylayout_thin_kernels;
+
+/* kernels_portable.c: plain C for every P and element size; the scalar
+ * path's table, and the fallback for NULL entries of the others. */
+extern const _pylayout_thin_kernels _pylayout_thin_portable;
+
 /* One SIMD path: its name, then its kernels.  NULL entries mean "none on
  * this path": callers then use a cached-store variant or the portable loop. */
 typedef struct _pylayout_kernels {
@@ -89,6 +111,9 @@ typedef struct _pylayout_kernels {
      * (27,28,28,28,28).permute(2,3,1,4,0) ran at 5.5 GB/s fenced each, 9.5
      * fenced once per thread (float32, 1 thread). */
     void (*fence)(void);
+    /* Thin transposes (2-, 3- and 4-plane interleaves and their inverses);
+     * NULL: the portable ones. */
+    const _pylayout_thin_kernels *thin;
 } _pylayout_kernels;
 
 /* log2 of a kernel element size (1, 2, 4, 8, 16), or -1 for any other. */
@@ -119,6 +144,11 @@ void _pylayout_pack4_avx2_stream(char *z, char *re, char *im, int64_t k0, int64_
 void _pylayout_unpack4_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_pack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_unpack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
+
+/* interleave_x86.c: thin transposes with SSE2 (2 and 4 planes) and AVX2
+ * (byte shuffles, every P). */
+extern const _pylayout_thin_kernels _pylayout_thin_sse2;
+extern const _pylayout_thin_kernels _pylayout_thin_avx2;
 #endif
 
 /* Portable strided 2-D move of fixed-size elements, used for tile edges and
