@@ -88,8 +88,9 @@ typedef struct _pylayout_kernels {
     /* Tile transposes per element size. */
     _pylayout_tile_fn tile[PL_NSIZES];
     /* Variants with streaming stores for copies much larger than the
-     * caches.  They want tiles 64 bytes wide along i and fall back to
-     * cached stores when dst or dsb is not 64-byte aligned. */
+     * caches.  They want tiles 256 bytes wide along i (64 for the
+     * SSE2 and AVX2 ones, which walk such tiles a line at a time) and fall
+     * back to cached stores when dst or dsb is not 64-byte aligned. */
     _pylayout_tile_fn tile_stream[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];

@@ -45,11 +45,13 @@
 /* A cache line: the unit of streaming stores, and of false sharing. */
 #define PL_LINE_BYTES 64
 
-/* Streaming 1-byte transposes take tiles this wide along a: four lines of
- * each dst row written back to back (see pl_stile1_avx512 in copy_x86.c:
- * 256-byte runs per dst row stream several times faster than 64-byte
- * ones); the SSE2 and AVX2 kernels walk the same tile a line at a time. */
-#define PL_STREAM_RUN1_BYTES 256
+/* Streaming transposes take tiles this wide along a: four lines of each
+ * dst row written back to back (see pl_stile1_avx512 and
+ * PL_DEFINE_STREAM_RUNS_512 in copy_x86.c: write-only streaming stores on
+ * the 2-core dev VM ran at 4-10 GB/s with 64 bytes per dst row, 10-26 with
+ * 128, 43-44 with 256 or more).  The SSE2 and AVX2 kernels walk the same
+ * tile a line at a time. */
+#define PL_STREAM_RUN_BYTES 256
 
 /* A page, the smallest on x86-64 and arm64 Linux: src rows that start a
  * page or more apart each cost their own TLB entry and hardware-prefetch
@@ -280,11 +282,11 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     if (line_rows && head != 0 && head % is == 0)
         return head;
     if (line_rows && head == 0) {
-        /* whole dst lines per step: tiles one line along a (four for
-         * 1-byte elements), one page of src along b */
+        /* whole dst lines per step: tiles four lines along a, one page
+         * of src along b */
         p->tile = k->tile_stream[lg];
         p->fence = k->fence;
-        p->ta = (is == 1 ? PL_STREAM_RUN1_BYTES : PL_LINE_BYTES) / is;
+        p->ta = pl_max(1, PL_STREAM_RUN_BYTES / is);
         p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
     } else if (large && k->stream_copy != NULL && p->ta == p->na && p->dsb == p->na * is &&
                p->ta * p->tb * is <= PL_STREAM_BUFFER_BYTES) {

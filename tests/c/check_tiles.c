@@ -1,7 +1,7 @@
 /*
  * check_tiles.c - Check tests of the transpose tile kernels through
- * pylayout_copy: 1-byte 2-D transposes (the AVX-512, AVX2, SSE2 and
- * portable tiles, cached and streaming) and 4-byte permutes with thin,
+ * pylayout_copy: 1-, 4- and 8-byte 2-D transposes (the AVX-512, AVX2, SSE2
+ * and portable tiles, cached and streaming) and 4-byte permutes with thin,
  * ragged tiles like (27,28,28,28,28).permute(2,3,1,4,0).
  *
  * Every copy is compared with a naive reference; the destination sits at
@@ -192,11 +192,62 @@ START_TEST(test_f32_permute_5d)
 }
 END_TEST
 
+/* float32 / float64 transposes above PL_STREAM_MIN_BYTES: the AVX-512
+ * 256-byte-run kernels (dst rows a multiple of 64 bytes, so every row
+ * starts on a line), with partial 64- / 32-row runs, columns past the last
+ * staged block and past the last 16 / 8, a second page-wide tile along b,
+ * dst off its line by whole elements (the split that streams the rest)
+ * and by bytes (cached tiles), and rows that are not whole lines. */
+START_TEST(test_f32_streaming)
+{
+    static const size_t offs[] = {0, 0, 4, 16, 12, 3, 0, 48};
+    const copy_case cases[] = {
+        transpose_case(1040, 1300, 4), /* 16 rows past the last run; 276-column second tile */
+        transpose_case(1024, 1037, 4), /* whole runs; 13-column second tile */
+        transpose_case(1088, 1031, 4),
+        transpose_case(1001, 1100, 4), /* dst rows not whole lines: cached tiles */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+START_TEST(test_f64_streaming)
+{
+    static const size_t offs[] = {0, 0, 8, 16, 8, 56, 1, 5};
+    const copy_case cases[] = {
+        transpose_case(808, 700, 8), /* 8 rows past the last run; 188-column second tile */
+        transpose_case(768, 780, 8),
+        transpose_case(520, 1213, 8),
+        transpose_case(733, 800, 8), /* dst rows not whole lines */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* Small and medium float32 / float64 transposes (cached tiles), ragged. */
+START_TEST(test_f32_f64_ragged)
+{
+    copy_case cases[2 * 40];
+    int n = 0;
+    const int64_t others[] = {1, 9, 16, 33, 64, 131};
+    for (int64_t r = 1; r <= 40; r++) {
+        cases[n++] = transpose_case(r * 3, others[r % 6], 4);
+        cases[n++] = transpose_case(others[(r + 2) % 6], r * 5, 8);
+    }
+    static const size_t offs[] = {0, 0, 4, 8, 8, 60, 16, 3};
+    case_set set = {cases, n, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 static Suite *tiles_suite(void)
 {
     const tcase_spec cases[] = {
         TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_medium), TEST(test_u8_streaming)),
-        TCASE("f32", TEST(test_f32_permute_5d)),
+        TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
+        TCASE("f64", TEST(test_f64_streaming)),
     };
     return SUITE_OF("tiles", cases, 300);
 }

@@ -1,0 +1,127 @@
+"""Tile transposes, bit-exact against NumPy and torch, on every SIMD path.
+
+2-D transposes (uint8, float32, float64) and 5-D permutes of the
+(27,28,28,28,28).permute(2,3,1,4,0) kind, at 1 and 2 threads, small (cached
+tiles) and above the 4 MiB streaming threshold (the AVX-512 256-byte-run
+kernels), with ragged sizes, and into destinations off their cache lines (a
+view a few bytes into a larger buffer, whose other bytes must stay
+untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
+set: the path is chosen once, at import.  A path this CPU lacks runs the
+best one it has, which the child reports.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PATHS = ["scalar", "sse2", "avx2", "avx512"]
+CHILD_TIMEOUT = 600
+
+# Runs in the child with `pl`, `lib` (numpy or torch) and `oracle` defined.
+CHECKS = r"""
+import numpy as np
+
+SENT = 0xA5
+
+def source(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    # random bytes: float payloads (NaNs included) must come back bit-exact
+    return rng.integers(0, 256, n, dtype=np.uint8).view(dtype).reshape(shape)
+
+def as_bytes(x):
+    if oracle == "torch":
+        x = x.numpy()
+    return np.ascontiguousarray(x).view(np.uint8).tobytes()
+
+def check(a, perm, dst_off):
+    # a: NumPy source; perm: None for the 2-D transpose
+    if oracle == "numpy":
+        view = np.ascontiguousarray(a.T) if perm is None else a.transpose(perm)
+        want = np.ascontiguousarray(view)
+    else:
+        t = torch.from_numpy(a)
+        view = t.T if perm is None else t.permute(perm)
+        want = view.contiguous()
+    got = pl.contiguous(view)
+    assert type(got) is type(want), (type(got), type(want))
+    assert tuple(got.shape) == tuple(want.shape)
+    assert as_bytes(got) == as_bytes(want), ("contiguous", a.shape, a.dtype, perm)
+    # into a dst dst_off bytes into a larger buffer, guards around it
+    isz = a.dtype.itemsize
+    nbytes = a.size * isz
+    raw = np.full(nbytes + dst_off + 128 + 64, SENT, np.uint8)
+    base = (-raw.ctypes.data) % 64  # raw[base] sits on a line
+    lo = base + dst_off
+    if dst_off % isz == 0:
+        region = raw[lo:lo + nbytes].view(a.dtype).reshape(tuple(want.shape))
+        dst = region if oracle == "numpy" else torch.from_numpy(region)
+        pl.copy_into(dst, view)
+        assert raw[lo:lo + nbytes].tobytes() == as_bytes(want), ("copy_into", a.shape, a.dtype, perm, dst_off)
+        assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + nbytes:] != SENT), "guard bytes written"
+
+def run():
+    cases = []
+    for dtype in (np.uint8, np.float32, np.float64):
+        for shape in [(1, 7), (31, 17), (67, 129), (255, 257), (333, 190)]:
+            cases.append((shape, dtype, None))
+    # above PL_STREAM_MIN_BYTES (4 MiB), dst rows whole lines and not
+    cases += [((2333, 2111), np.uint8, None), ((2304, 2304), np.uint8, None),
+              ((1300, 1040), np.float32, None), ((1100, 1001), np.float32, None),
+              ((700, 808), np.float64, None), ((800, 733), np.float64, None)]
+    perm = (2, 3, 1, 4, 0)
+    for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
+                  (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
+        cases.append((shape, np.float32, perm))
+    for threads in (1, 2):
+        pl.set_num_threads(threads)
+        for i, (shape, dtype, p) in enumerate(cases):
+            a = source(shape, dtype, i)
+            for off in (0, 8, 16, 3):
+                check(a, p, off)
+    print("simd=" + pl.info()["simd"], "cases", len(cases))
+
+run()
+"""
+
+
+def run_child(path: str, oracle: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYLAYOUT_SIMD"] = path
+    head = f"import pylayout as pl\noracle = {oracle!r}\n"
+    if oracle == "torch":
+        head += "import torch\n"
+    try:
+        proc = subprocess.run([sys.executable, "-c", head + textwrap.dedent(CHECKS)], capture_output=True,
+                              text=True, timeout=CHILD_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the child hung (killed after {CHILD_TIMEOUT} s)")
+    assert proc.returncode == 0, (f"PYLAYOUT_SIMD={path} {oracle}: the child exited {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def expected_path(path: str) -> str:
+    """The path a child asked for `path` runs: that one, or the best this CPU has."""
+    import pylayout as pl
+    best = pl.info()["simd"]
+    if best not in PATHS:
+        return "scalar" if path == "scalar" else best
+    return path if PATHS.index(path) <= PATHS.index(best) else best
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_tiles_match_numpy(np, path):
+    out = run_child(path, "numpy")
+    assert f"simd={expected_path(path)} " in out, out
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_tiles_match_torch(np, torch, path):
+    out = run_child(path, "torch")
+    assert f"simd={expected_path(path)} " in out, out
