@@ -252,10 +252,13 @@ def contiguous(
         if format != "contiguous":
             raise TypeError("give format or memory_format, not both")
         format = memory_format
-    route = _autograd(x)
-    if route:
-        return route.contiguous(x, format, copy=copy)
-    return _like(x, _core.contiguous(x, format, copy=copy))
+    hooks = _torch_hooks  # once torch is in, only its tensors can route there: skip the call for others
+    if hooks is None or isinstance(x, hooks[0]):
+        route = _autograd(x)
+        if route:
+            return route.contiguous(x, format, copy=copy)
+    # positional when copy is the default: no keyword dict to build and parse
+    return _like(x, _core.contiguous(x, format) if copy is None else _core.contiguous(x, format, copy=copy))
 
 
 @_overload

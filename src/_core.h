@@ -49,6 +49,11 @@ typedef struct {
     PyObject *str_dlpack;        /* "__dlpack__" */
     PyObject *str_exchange;      /* "__dlpack_c_exchange_api__" */
     PyObject *kw_max_version;    /* {"max_version": (1, 0)} */
+    PyObject *max_version;       /* (1, 0), the value of kw_max_version, for vectorcalls */
+    PyObject *kwnames_max_version; /* ("max_version",) */
+    PyObject *str_requires_grad; /* the torch guard's names, interned once: every call asks */
+    PyObject *str_is_conj;
+    PyObject *str_is_neg;
     PyObject *increment_version; /* torch.autograd.graph.increment_version, once needed */
     producer_entry producers[PRODUCER_SLOTS];
 } core_state;
@@ -141,6 +146,27 @@ static inline int64_t numel_of(const DLTensor *dl)
     return n;
 }
 
+/* Copies of at most this many bytes run with the GIL held: releasing and
+ * taking it back (a mutex and a condition variable each way) costs more than
+ * such a copy, and holding it a few microseconds delays no other thread. */
+#define SMALL_COPY_BYTES ((int64_t)32 * 1024)
+
+/* Whether dl's elements span at most SMALL_COPY_BYTES, counted with every
+ * product overflow-checked (dl may not be validated yet: rule 4). */
+static inline bool _plext_is_small(const DLTensor *dl)
+{
+    int64_t n = (int64_t)itemsize_of(dl->dtype);
+    if (n == 0)
+        n = 1;
+    for (int32_t d = 0; d < dl->ndim; d++) {
+        if (dl->shape[d] <= 0)
+            return true; /* empty, or invalid: the core refuses it without copying */
+        if (__builtin_mul_overflow(n, dl->shape[d], &n) || n > SMALL_COPY_BYTES)
+            return false;
+    }
+    return true;
+}
+
 /* ------------------------------------------------ _core_args.c: arguments */
 
 /* torch.preserve_format: keep a dense tensor as it is, else copy it in its
@@ -187,6 +213,7 @@ bool _plext_is_our_tensor(PyObject *obj);
  *   operand_written after the memory is done: rule 3;
  *   operand_release last: may run producer deleters, hence Python. */
 typedef struct {
+    core_state *state;             /* the module's, for its interned names */
     PyObject *obj;                 /* the caller's object (borrowed) */
     PyObject *held;                /* a pylayout.Tensor that keeps the memory alive, or NULL */
     const DLPackExchangeAPI *late; /* read the DLTensor through this in phase 2 */

@@ -79,7 +79,8 @@ PyObject *_plext_mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:pack_complex", kwlist, &re_obj, &im_obj, &out_obj))
         return NULL;
     core_state *state = get_state(module);
-    operand re = {.held = NULL}, im = {.held = NULL}, out = {.held = NULL};
+    operand re, im, out; /* not zero-filled: operand_take sets what is read */
+    re.held = NULL; im.held = NULL; out.held = NULL;
     bool has_out = out_obj != Py_None;
     pylayout_tensor *fresh = NULL;
     pylayout_status st;
@@ -172,7 +173,8 @@ static PyObject *unpack_views(core_state *state, PyObject *z_obj)
  * the kind z is. */
 static PyObject *unpack_copies(core_state *state, PyObject *z_obj)
 {
-    operand z = {.held = NULL};
+    operand z; /* not zero-filled: operand_take sets what is read */
+    z.held = NULL;
     pylayout_tensor *re = NULL, *im = NULL;
     PyObject *res = NULL;
     pylayout_status st;

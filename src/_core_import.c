@@ -127,17 +127,17 @@ const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject 
  * un-negated values) and tensors that require grad (whose graph a DLPack
  * round trip would silently cut).  Refuse them the same way, with the fix.
  * Runs Python (a subclass may override any of these): phase 1 only. */
-static int torch_guard(PyObject *x)
+static int torch_guard(core_state *state, PyObject *x)
 {
-    static const struct {
-        const char *method, *message;
-    } checks[] = {
-        {"is_conj", "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
-                    "call x.resolve_conj() first"},
-        {"is_neg", "the tensor has torch's negative bit set, so its memory holds the un-negated values; "
-                   "call x.resolve_neg() first"},
+    static const char *const messages[] = {
+        "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
+        "call x.resolve_conj() first",
+        "the tensor has torch's negative bit set, so its memory holds the un-negated values; "
+        "call x.resolve_neg() first",
     };
-    PyObject *rg = PyObject_GetAttrString(x, "requires_grad");
+    /* Interned names (module state): a C-string lookup would build and hash
+     * a new str on every call, and every conversion of a torch tensor asks. */
+    PyObject *rg = PyObject_GetAttr(x, state->str_requires_grad);
     if (!rg)
         return -1;
     int requires_grad = PyObject_IsTrue(rg);
@@ -151,8 +151,9 @@ static int torch_guard(PyObject *x)
                         "should flow");
         return -1;
     }
-    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-        PyObject *r = PyObject_CallMethod(x, checks[i].method, NULL);
+    PyObject *const methods[] = {state->str_is_conj, state->str_is_neg};
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        PyObject *r = PyObject_CallMethodNoArgs(x, methods[i]);
         if (!r)
             return -1;
         int bit = PyObject_IsTrue(r);
@@ -160,7 +161,7 @@ static int torch_guard(PyObject *x)
         if (bit < 0)
             return -1;
         if (bit) {
-            PyErr_SetString(PyExc_BufferError, checks[i].message);
+            PyErr_SetString(PyExc_BufferError, messages[i]);
             return -1;
         }
     }
@@ -320,7 +321,11 @@ static PyObject *call_dlpack(core_state *state, PyObject *x, PyObject *copy)
             goto done;
         PyErr_Clear(); /* no copy= keyword */
     }
-    res = PyObject_Call(meth, empty, state->kw_max_version);
+    {
+        /* max_version=(1, 0) by vectorcall: no dict to unpack per call */
+        PyObject *args[2] = {NULL, state->max_version};
+        res = PyObject_Vectorcall(meth, args + 1, 0 | PY_VECTORCALL_ARGUMENTS_OFFSET, state->kwnames_max_version);
+    }
     if (!res && PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear(); /* a legacy producer: no keywords */
         res = PyObject_CallNoArgs(meth);
@@ -346,7 +351,7 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
         return NULL;
     if (info.api) {
         DLManagedTensorVersioned *m = NULL;
-        if (info.is_torch && torch_guard(x) < 0)
+        if (info.is_torch && torch_guard(state, x) < 0)
             return NULL;
         if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
             return info.is_torch ? (torch_refused(x), NULL) : exchange_refused(x);
@@ -371,6 +376,7 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
 {
     memset(op, 0, offsetof(operand, dims));
+    op->state = state;
     op->obj = obj;
     producer_info info = {NULL, false};
     if (!Py_IS_TYPE(obj, state->TensorType) && !PyCapsule_CheckExact(obj) &&
@@ -401,7 +407,7 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
 
 int _plext_operand_guard(operand *op)
 {
-    return op->is_torch ? torch_guard(op->obj) : 0;
+    return op->is_torch ? torch_guard(op->state, op->obj) : 0;
 }
 
 /* A torch tensor without exportable memory (meta) described from its sizes,
@@ -523,7 +529,8 @@ const DLTensor *_plext_query_operand(core_state *state, PyObject *x, operand *op
  * (no memory is read, so Python may run afterwards). */
 PyObject *_plext_query(PyObject *module, PyObject *x, PyObject *(*answer)(const DLTensor *))
 {
-    operand op = {.held = NULL};
+    operand op; /* not zero-filled: operand_take sets what is read */
+    op.held = NULL;
     const DLTensor *dl = _plext_query_operand(get_state(module), x, &op);
     PyObject *res = dl ? answer(dl) : NULL;
     _plext_operand_release(&op);

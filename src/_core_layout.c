@@ -59,7 +59,8 @@ PyObject *_plext_mod_is_contiguous(PyObject *module, PyObject *args, PyObject *k
         return NULL;
     if (_plext_parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0)
         return NULL;
-    operand op = {.held = NULL};
+    operand op; /* not zero-filled: operand_take sets what is read */
+    op.held = NULL;
     bool result = false;
     const DLTensor *dl = _plext_query_operand(get_state(module), x, &op);
     if (dl) {
@@ -156,9 +157,13 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
     if (_plext_check_host(x->dl, "the input") < 0)
         return NULL;
     const DLTensor *dl = x->dl;
-    Py_BEGIN_ALLOW_THREADS
-    st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
-    Py_END_ALLOW_THREADS
+    if (_plext_is_small(dl)) { /* keeping the GIL is cheaper than the two switches */
+        st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
+        Py_END_ALLOW_THREADS
+    }
     if (st != PYLAYOUT_OK)
         return _plext_raise_status(st);
     return _plext_export_like(state, x->obj, out); /* memory done: Python may run again */
@@ -184,7 +189,8 @@ PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
     if (_plext_parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0 || _plext_parse_copy(copy, &want_copy) < 0)
         return NULL;
     core_state *state = get_state(module);
-    operand x = {.held = NULL};
+    operand x; /* not zero-filled: operand_take sets what is read */
+    x.held = NULL;
     if (!_plext_query_operand(state, x_obj, &x))
         goto done;
     bool already = false; /* false for channels_last formats of the wrong rank */
@@ -222,7 +228,8 @@ PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
     int32_t order[PYLAYOUT_MAX_NDIM], n;
     if (_plext_parse_order(order_obj, order, &n) < 0)
         return NULL;
-    operand x = {.held = NULL};
+    operand x; /* not zero-filled: operand_take sets what is read */
+    x.held = NULL;
     pylayout_status st;
     if (!_plext_query_operand(state, x_obj, &x))
         goto done;
@@ -254,7 +261,8 @@ PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_into", kwlist, &dst_obj, &src_obj))
         return NULL;
     core_state *state = get_state(module);
-    operand dst = {.held = NULL}, src = {.held = NULL};
+    operand dst, src; /* not zero-filled: operand_take sets what is read */
+    dst.held = NULL; src.held = NULL;
     /* Phase 1: every operand's Python-level work, dst's included. */
     if (_plext_operand_take(state, dst_obj, &dst) < 0 || _plext_operand_take(state, src_obj, &src) < 0 ||
         _plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0)

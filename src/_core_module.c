@@ -341,7 +341,13 @@ static int module_exec(PyObject *module)
     state->str_dlpack = PyUnicode_InternFromString("__dlpack__");
     state->str_exchange = PyUnicode_InternFromString("__dlpack_c_exchange_api__");
     state->kw_max_version = Py_BuildValue("{s:(ii)}", "max_version", 1, 0);
-    if (!state->str_dlpack || !state->str_exchange || !state->kw_max_version)
+    state->max_version = state->kw_max_version ? Py_XNewRef(PyDict_GetItemString(state->kw_max_version, "max_version")) : NULL;
+    state->kwnames_max_version = Py_BuildValue("(s)", "max_version");
+    state->str_requires_grad = PyUnicode_InternFromString("requires_grad");
+    state->str_is_conj = PyUnicode_InternFromString("is_conj");
+    state->str_is_neg = PyUnicode_InternFromString("is_neg");
+    if (!state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
+        !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj || !state->str_is_neg)
         goto done;
     dlpack_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
     if (PyModule_AddStringConstant(module, "__version__", PYLAYOUT_VERSION_STRING) < 0 ||
@@ -370,6 +376,11 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->str_dlpack);
     Py_CLEAR(state->str_exchange);
     Py_CLEAR(state->kw_max_version);
+    Py_CLEAR(state->max_version);
+    Py_CLEAR(state->kwnames_max_version);
+    Py_CLEAR(state->str_requires_grad);
+    Py_CLEAR(state->str_is_conj);
+    Py_CLEAR(state->str_is_neg);
     return 0;
 }
 
