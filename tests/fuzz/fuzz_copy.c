@@ -132,13 +132,14 @@ static bool host_device(DLDevice d)
 #define MAX_FUZZ_NDIM 8
 /* Elements a memory op may touch and bytes a backing buffer may take.  Most
  * inputs stay small (fast, and the reference checks every byte); a "large"
- * input (LLVMFuzzerTestOneInput) raises both past the streaming-store
+ * input (LLVMFuzzerTestOneInput) raises both well past the streaming-store
  * threshold (4 MiB) and the size at which copies go parallel. */
 #define SMALL_NUMEL ((int64_t)1 << 15)
 #define SMALL_BYTES ((int64_t)1 << 18)
 #define LARGE_NUMEL ((int64_t)1 << 22)
-#define LARGE_BYTES ((int64_t)1 << 24)
+#define LARGE_BYTES ((int64_t)1 << 25)
 static int64_t MAX_NUMEL = SMALL_NUMEL, MAX_BYTES = SMALL_BYTES;
+static bool LARGE; /* this input is a large one: sizes up to a few thousand per dim */
 
 /* One allocation, exactly sized; `snap` and `expect` have the same size. */
 typedef struct {
@@ -304,8 +305,12 @@ static int64_t gen_size(reader *r)
         return 0;
     if (sel <= 20)
         return 1 + sel % 4;
-    if (sel <= 28)
-        return 5 + u8(r) % 60;
+    if (sel <= 28) {
+        if (!LARGE || sel < 25)
+            return 5 + u8(r) % 60;
+        int64_t hi = u8(r); /* large inputs: 65 .. 4160, so tensors pass the streaming threshold */
+        return 65 + (hi << 8 | u8(r)) % 4096;
+    }
     if (sel == 29)
         return -1 - (int64_t)u8(r);
     if (sel == 30)
@@ -365,17 +370,26 @@ static void gen_meta(reader *r, ftensor *f, bool memory, const ftensor *like)
     for (int d = alloc_n - 1; d >= 0; d--) {
         bool copy_shape = like && like->t.ndim == ndim && d < like->t.ndim && like->shape && (mode & 1) == 0;
         f->shape[d] = copy_shape ? like->shape[d] : gen_size(r);
-        if (ndim <= MAX_FUZZ_NDIM && memory && f->shape[d] > 64 && (mode & 2) == 0 && !copy_shape)
+        if (ndim <= MAX_FUZZ_NDIM && memory && f->shape[d] > 64 && (mode & 2) == 0 && !copy_shape && !LARGE)
             f->shape[d] = f->shape[d] % 7; /* keep most memory tensors small */
     }
     /* keep element counts bounded for memory ops (later dims shrink to 1) */
     if (memory && !(like && (mode & 1) == 0)) {
         int64_t n = 1;
         for (int d = 0; d < alloc_n; d++) {
-            if (f->shape[d] > 0 && f->shape[d] <= 64) {
+            if (f->shape[d] > 0 && f->shape[d] <= (LARGE ? 4160 : 64)) {
                 if (n * f->shape[d] > MAX_NUMEL)
                     f->shape[d] = 1;
                 n *= f->shape[d];
+            }
+        }
+        /* a large input stretches one dim so that the tensor holds 1-3 Mi
+         * elements: past the streaming-store threshold and the parallel one */
+        if (LARGE && alloc_n > 0 && alloc_n <= MAX_FUZZ_NDIM && n > 0 && n <= ((int64_t)1 << 20)) {
+            int grow = u8(r) % alloc_n;
+            if (f->shape[grow] > 0 && f->shape[grow] <= 4160) {
+                int64_t rest = n / f->shape[grow], target = ((int64_t)1 << 20) + ((int64_t)u8(r) << 13);
+                f->shape[grow] = target / rest + 1;
             }
         }
     }
@@ -1067,18 +1081,109 @@ static void op_queries(reader *r)
     ft_free(&x);
 }
 
+/* Large inputs only: a dense permute of a big tensor (4-8 MiB), so that
+ * every kernel family runs at the sizes where it streams and goes parallel
+ * tile transposes, thin (2-4 element) interleaves, row copies.  src is dense
+ * in a fuzzed dim order, dst row-major; both start at fuzzed byte offsets
+ * (not on cache lines) inside exactly sized buffers, dst's slack filled with
+ * a sentinel.  Every element and every slack byte is checked. */
+static void op_big_permute(reader *r)
+{
+    static const int64_t sizes[] = {2, 3, 4, 17, 27, 28, 64, 255, 1000, 4099};
+    int ndim = 2 + u8(r) % 4;
+    size_t is = (size_t)1 << (u8(r) % 4);
+    int64_t shape[5], sstr[5], dstr[5];
+    int perm[5];
+    for (int d = 0; d < ndim; d++) {
+        uint8_t b = u8(r);
+        shape[d] = b < 160 ? sizes[b % 10] : 1 + b % 97;
+        perm[d] = d;
+    }
+    for (int d = ndim - 1; d > 0; d--) { /* Fisher-Yates from the input */
+        int j = u8(r) % (d + 1), t = perm[d];
+        perm[d] = perm[j];
+        perm[j] = t;
+    }
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; d++)
+        numel *= shape[d];
+    while (numel * (int64_t)is > ((int64_t)8 << 20)) { /* shrink the largest dim to fit */
+        int big = 0;
+        for (int d = 1; d < ndim; d++)
+            big = shape[d] > shape[big] ? d : big;
+        numel /= shape[big];
+        shape[big] = (shape[big] + 1) / 2;
+        numel *= shape[big];
+    }
+    while (numel * (int64_t)is < ((int64_t)4 << 20)) { /* grow the largest dim past the thresholds */
+        int big = 0;
+        for (int d = 1; d < ndim; d++)
+            big = shape[d] > shape[big] ? d : big;
+        numel /= shape[big];
+        shape[big] *= 2;
+        numel *= shape[big];
+    }
+    int64_t acc = 1;
+    for (int p = ndim - 1; p >= 0; p--) {
+        sstr[perm[p]] = acc;
+        acc *= shape[perm[p]];
+    }
+    acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        dstr[d] = acc;
+        acc *= shape[d];
+    }
+    size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is, bytes = (size_t)numel * is;
+    uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
+    CHECK(sbuf && dbuf, "out of memory");
+    for (size_t i = 0; i < soff + bytes; i++)
+        sbuf[i] = (uint8_t)(i * 131 + (i >> 9));
+    memset(dbuf, 0xA5, doff + bytes + 64);
+    static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    DLDataType dt = dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
+    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
+                    .strides = sstr, .byte_offset = soff};
+    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
+                    .strides = dstr, .byte_offset = doff};
+    pylayout_status st = pylayout_copy(&src, &dst);
+    CHECK(st == PYLAYOUT_OK, "big permute failed: %d", (int)st);
+    int64_t idx[5] = {0};
+    do {
+        int64_t so = 0, dof = 0;
+        for (int d = 0; d < ndim; d++) {
+            so += idx[d] * sstr[d];
+            dof += idx[d] * dstr[d];
+        }
+        CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
+              "big permute: element %lld differs", (long long)dof);
+    } while (next_index(ndim, shape, idx));
+    for (size_t i = 0; i < doff; i++)
+        CHECK(dbuf[i] == 0xA5, "big permute wrote before dst");
+    for (size_t i = doff + bytes; i < doff + bytes + 64; i++)
+        CHECK(dbuf[i] == 0xA5, "big permute wrote past dst");
+    free(sbuf);
+    free(dbuf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
     uint8_t op = u8(&r);
     /* One input in sixteen runs large, on 1 or 2 threads (the OpenMP team
      * when the harness is built with OpenMP); the rest small, on one thread. */
-    bool large = (op & 0xf0) == 0xf0;
-    MAX_NUMEL = large ? LARGE_NUMEL : SMALL_NUMEL;
-    MAX_BYTES = large ? LARGE_BYTES : SMALL_BYTES;
-    pylayout_set_num_threads(large ? 1 + (u8(&r) & 1) : 1);
+    LARGE = (op & 0xf0) == 0xf0;
+    MAX_NUMEL = LARGE ? LARGE_NUMEL : SMALL_NUMEL;
+    MAX_BYTES = LARGE ? LARGE_BYTES : SMALL_BYTES;
+    pylayout_set_num_threads(LARGE ? 1 + (u8(&r) & 1) : 1);
     switch (op % 8) {
-    case 0: case 1: case 2:
+    case 0:
+        if (LARGE) {
+            op_big_permute(&r);
+            break;
+        }
+        op_copy(&r);
+        break;
+    case 1: case 2:
         op_copy(&r);
         break;
     case 3:
