@@ -77,7 +77,7 @@ else
     mode=standalone
 fi
 openmp=without
-grep -qE "[Dd]ependency openmp.* found: YES" "$BUILD/meson-logs/meson-log.txt" && openmp=with
+grep -qiE "dependency openmp.* found: YES" "$BUILD/meson-logs/meson-log.txt" && openmp=with
 echo "run.sh: built $bin ($mode, $CC, meson -Dfuzz=enabled, $openmp OpenMP), fuzzing for ${total}s"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
