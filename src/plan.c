@@ -47,7 +47,18 @@
  * ahead: the 27 rows a 27 x 28 tile reads, each 112 bytes, are more
  * streams than the hardware prefetchers follow.  Measured on
  * (27,28,28,28,28).permute(2,3,1,4,0), float32, best of 7, same runs:
- * 1 thread 14.5-15.0 -> 22.5-22.9 GB/s, 2 threads 17.6-19.7 -> 30.3-32.7. */
+ * 1 thread 14.5-15.0 -> 22.5-22.9 GB/s, 2 threads 17.6-19.7 -> 30.3-32.7.
+ * Ahead by 1 / 2 / 3 / 4 / 6 units, 1 thread, two rounds: 18.4-19.5 /
+ * 21.4-22.2 / 22.6-22.8 / 21.1-21.2 / 20.9-21.5; T0, T1 and NTA hints the
+ * same.  What then remains is mostly the tile kernel (about 80 ns a tile
+ * from L1, 60% of the time on 1 thread).  Not kept, all slower or the
+ * same on that permute: units of four tiles along the next dst dim, so
+ * that a line-aligned dst is streamed in whole lines (12096 bytes: 15 vs
+ * 22.5 GB/s, the 108 src rows a unit reads are too many); masked AVX-512
+ * 16x16 tiles (4 blocks a tile instead of 16 overlapping 8x8 ones: 90 vs
+ * 80 ns a tile); streaming the previous unit in slices between the strips
+ * of the next; and leaving out the partial first and last lines of each
+ * block altogether (the cost of their reads for ownership is noise). */
 #define PL_PREFETCH_UNITS 2
 
 /* A cache line: the unit of streaming stores, and of false sharing. */
