@@ -8,6 +8,7 @@
  *   meson test -C build --benchmark                 both figures below
  *   build/tools/bench_copy [runs]                   (default 7 runs per figure)
  *   build/tools/bench_copy threshold                (1 vs 2 threads for small copies)
+ *   build/tools/bench_copy 9 "permute 5-D"          only the cases whose name contains that
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -91,9 +92,13 @@ static double best_copy(const DLTensor *src, DLTensor *dst, int runs)
 }
 
 /* Runs one case at 1 and 2 threads and prints a line for each. */
+static const char *only; /* run only the cases whose name contains this */
+
 static void bench_case_t(const char *name, int ndim, int64_t *shape, int64_t *sstrides, int64_t *dstrides,
                          int runs, size_t itemsize, int64_t src_span)
 {
+    if (only != NULL && strstr(name, only) == NULL)
+        return;
     DLDataType f32 = {kDLFloat, 32, 1};
     if (itemsize == 1)
         f32 = (DLDataType){kDLUInt, 8, 1};
@@ -161,6 +166,7 @@ int main(int argc, char **argv)
     int runs = argc > 1 ? atoi(argv[1]) : 7;
     if (runs < 1)
         runs = 1;
+    only = argc > 2 ? argv[2] : NULL;
 
     /* NCHW float32 -> channels_last (NHWC strides) */
     int64_t nchw[4] = {32, 64, 112, 112};

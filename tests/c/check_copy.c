@@ -283,10 +283,39 @@ static void buffered_stream_cases(void)
     }
 }
 
+/* (27,28,28,28,28).permute(2,3,1,4,0) -> contiguous with the middle dim cut
+ * to stay near 4 MiB, every element size: 27 x 28 tiles built in a buffer
+ * and streamed out, whose outer loops run along src rows (each unit
+ * prefetching the rows of the units after it, for sizes up to 8 bytes);
+ * dst on a line, one element past it, and at the last whole element
+ * before byte 60 of it; src likewise off by whole elements.  Then the
+ * inverse permute, whose dst is the strided side. */
+static void permute_5d_large_cases(void)
+{
+    static const int perm[5] = {2, 3, 1, 4, 0};
+    unsigned seed = 27;
+    for (size_t is = 1; is <= 16; is *= 2) {
+        const int64_t mid = (int64_t)(4200000 / (27 * 28 * 28 * 28 * is)) + 1;
+        const int64_t shape[5] = {27, 28, mid, 28, 28};
+        const size_t offs[3] = {0, is, 60 / is * is};
+        for (size_t o = 0; o < 3; o++) {
+            tens s, d;
+            tens_make(&s, 5, shape, NULL, NULL, NULL, NULL, is, is * o, -1, &seed);
+            tens_make(&d, 5, shape, perm, NULL, NULL, NULL, is, offs[o], SENTINEL, &seed);
+            check_and_free(&s, &d);
+        }
+    }
+    static const int64_t inv[5] = {27, 28, 2, 28, 28};
+    check_perm(5, inv, perm, NULL, 4);
+}
+
 START_TEST(test_transpose_large) { check_both_thread_counts(large_cases); }
 END_TEST
 
 START_TEST(test_transpose_buffered_stream) { check_both_thread_counts(buffered_stream_cases); }
+END_TEST
+
+START_TEST(test_permute_5d_large) { check_both_thread_counts(permute_5d_large_cases); }
 END_TEST
 
 /* ------------------------------------------------------ step-2 sources */
@@ -915,7 +944,7 @@ static Suite *copy_suite(void)
     const tcase_spec cases[] = {
         TCASE("identity", TEST(test_identity), TEST(test_identity_null_strides)),
         TCASE("transpose_2d", TEST(test_transpose_2d), TEST(test_transpose_large), TEST(test_transpose_small_edges),
-              TEST(test_transpose_buffered_stream)),
+              TEST(test_transpose_buffered_stream), TEST(test_permute_5d_large)),
         TCASE("permutations", TEST(test_permutations_3d_4d), TEST(test_permutations_6d)),
         TCASE("broadcast", TEST(test_broadcast)),
         TCASE("step2", TEST(test_step2)),
