@@ -82,6 +82,7 @@ FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
 
 
 _torch_hooks: "tuple[_Any, ...] | None" = None
+_modules = _sys.modules  # looked up on every conversion
 
 
 def _hooks() -> "tuple[_Any, ...] | None":
@@ -248,6 +249,14 @@ def contiguous(
     >>> pl.contiguous(c) is c
     True
     """
+    if memory_format is None and copy is None:  # the common call, in one C call: see _core.convert_or_route
+        hooks = _torch_hooks
+        if hooks is None and "torch" in _modules:
+            hooks = _hooks()
+        if hooks is None or not isinstance(x, hooks[0]) or not hooks[1]():  # torch.compile traces the route below
+            result = _core.convert_or_route(x, format)
+            if result is not NotImplemented:
+                return result if type(result) is not Tensor or type(x) is Tensor else _like(x, result)
     if memory_format is not None:
         if format != "contiguous":
             raise TypeError("give format or memory_format, not both")

@@ -55,6 +55,10 @@ typedef struct {
     PyObject *str_is_conj;
     PyObject *str_is_neg;
     PyObject *increment_version; /* torch.autograd.graph.increment_version, once needed */
+    PyObject *is_wrapped;        /* torch._C._functorch.is_functorch_wrapped_tensor, once needed */
+    PyObject *forward_ad;        /* torch.autograd.forward_ad, once needed */
+    PyObject *str_current_level; /* "_current_level" */
+    PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */
     producer_entry producers[PRODUCER_SLOTS];
 } core_state;
 
@@ -219,6 +223,7 @@ typedef struct {
     const DLPackExchangeAPI *late; /* read the DLTensor through this in phase 2 */
     bool is_torch;
     bool meta_only;                /* a torch tensor described from its Python metadata */
+    bool grad_checked;             /* operand_route found requires_grad false: the guard skips it */
     uint64_t flags;
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */
@@ -227,6 +232,7 @@ typedef struct {
 
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
 int _plext_operand_guard(operand *op);
+int _plext_operand_route(operand *op);
 int _plext_operand_memory(operand *op, bool for_data);
 int _plext_operand_written(core_state *state, operand *op);
 void _plext_operand_release(operand *op);
@@ -252,6 +258,7 @@ PyObject *_plext_mod_suggest_format(PyObject *module, PyObject *x);
 PyObject *_plext_mod_is_dense(PyObject *module, PyObject *x);
 PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x);

@@ -122,12 +122,23 @@ const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject 
     return producer_of(state, tp, &info) < 0 ? NULL : info.api;
 }
 
+/* bool(getattr(x, name)): 1, 0, or -1 with an exception.  Runs Python. */
+static int attr_is_true(PyObject *x, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(x, name);
+    if (!v)
+        return -1;
+    int truth = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return truth;
+}
+
 /* torch's C exchange API exports what torch.Tensor.__dlpack__ refuses:
  * tensors with the conjugate or negative bit set (whose memory holds the
  * un-negated values) and tensors that require grad (whose graph a DLPack
  * round trip would silently cut).  Refuse them the same way, with the fix.
  * Runs Python (a subclass may override any of these): phase 1 only. */
-static int torch_guard(core_state *state, PyObject *x)
+static int torch_guard(core_state *state, PyObject *x, bool grad_checked)
 {
     static const char *const messages[] = {
         "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
@@ -137,11 +148,7 @@ static int torch_guard(core_state *state, PyObject *x)
     };
     /* Interned names (module state): a C-string lookup would build and hash
      * a new str on every call, and every conversion of a torch tensor asks. */
-    PyObject *rg = PyObject_GetAttr(x, state->str_requires_grad);
-    if (!rg)
-        return -1;
-    int requires_grad = PyObject_IsTrue(rg);
-    Py_DECREF(rg);
+    int requires_grad = grad_checked ? 0 : attr_is_true(x, state->str_requires_grad);
     if (requires_grad < 0)
         return -1;
     if (requires_grad) {
@@ -351,7 +358,7 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
         return NULL;
     if (info.api) {
         DLManagedTensorVersioned *m = NULL;
-        if (info.is_torch && torch_guard(state, x) < 0)
+        if (info.is_torch && torch_guard(state, x, false) < 0)
             return NULL;
         if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
             return info.is_torch ? (torch_refused(x), NULL) : exchange_refused(x);
@@ -407,7 +414,57 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
 
 int _plext_operand_guard(operand *op)
 {
-    return op->is_torch ? torch_guard(op->state, op->obj) : 0;
+    return op->is_torch ? torch_guard(op->state, op->obj, op->grad_checked) : 0;
+}
+
+/* torch's callables that operand_route asks, looked up on first use (torch
+ * is imported by then: a torch tensor is in hand).  0, or -1 with an error. */
+static int torch_route_hooks(core_state *state)
+{
+    if (!state->is_wrapped) {
+        PyObject *c = PyImport_ImportModule("torch._C");
+        PyObject *ft = c ? PyObject_GetAttrString(c, "_functorch") : NULL;
+        state->is_wrapped = ft ? PyObject_GetAttrString(ft, "is_functorch_wrapped_tensor") : NULL;
+        Py_XDECREF(ft);
+        Py_XDECREF(c);
+        if (!state->is_wrapped)
+            return -1;
+    }
+    if (!state->forward_ad && !(state->forward_ad = PyImport_ImportModule("torch.autograd.forward_ad")))
+        return -1;
+    return 0;
+}
+
+/* Phase 1, Python: 1 when op is a torch tensor that pylayout.torch must
+ * convert instead of the C core (its autograd-aware custom ops): it
+ * requires grad, a forward-mode AD level is active (pylayout.torch then
+ * looks for a tangent), or it is a functorch wrapper (vmap, grad);
+ * otherwise 0 (and the guard need not read requires_grad again); -1 with an
+ * exception.  The same test as pylayout/__init__.py's _autograd, but for
+ * is_compiling (which the shim asks, so that torch.compile traces it) and
+ * the device (which the caller reads from the DLTensor). */
+int _plext_operand_route(operand *op)
+{
+    if (!op->is_torch)
+        return 0;
+    core_state *state = op->state;
+    if (torch_route_hooks(state) < 0)
+        return -1;
+    int route = attr_is_true(op->obj, state->str_requires_grad);
+    if (route != 0)
+        return route;
+    PyObject *level = PyObject_GetAttr(state->forward_ad, state->str_current_level);
+    long lv = level ? PyLong_AsLong(level) : -1;
+    Py_XDECREF(level);
+    if (lv == -1 && PyErr_Occurred())
+        return -1;
+    if (lv >= 0)
+        return 1;
+    PyObject *w = PyObject_CallOneArg(state->is_wrapped, op->obj);
+    route = w ? PyObject_IsTrue(w) : -1;
+    Py_XDECREF(w);
+    op->grad_checked = route == 0;
+    return route;
 }
 
 /* A torch tensor without exportable memory (meta) described from its sizes,
@@ -555,10 +612,36 @@ PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn)
     return _plext_import_tensor(state, x, Py_None);
 }
 
+/* `wrapped` (a new pylayout.Tensor, stolen) as a NumPy array when `like`
+ * is exactly a numpy.ndarray and NumPy has the dtype (not complex32), by
+ * numpy.from_dlpack: the shim's _like would do the same one Python call
+ * later.  Anything else comes back as it is, for the shim to decide. */
+static PyObject *ndarray_like(core_state *state, PyObject *like, PyObject *wrapped)
+{
+    if (!wrapped || strcmp(Py_TYPE(like)->tp_name, "numpy.ndarray") != 0)
+        return wrapped;
+    const DLDataType dt = ((TensorObject *)wrapped)->dl->dtype;
+    if (dt.code == kDLComplex && dt.bits == 32)
+        return wrapped;
+    if (!state->np_from_dlpack) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        state->np_from_dlpack = np ? PyObject_GetAttrString(np, "from_dlpack") : NULL;
+        Py_XDECREF(np);
+        if (!state->np_from_dlpack) {
+            Py_DECREF(wrapped);
+            return NULL;
+        }
+    }
+    PyObject *out = PyObject_CallOneArg(state->np_from_dlpack, wrapped);
+    Py_DECREF(wrapped);
+    return out;
+}
+
 /* Wraps a freshly allocated tensor (never one aliasing an input: rule 2) as
  * the kind of object `like` is: through the exchange API of type(like) when
- * it has one, else a pylayout.Tensor (the Python shim turns that into an
- * ndarray for NumPy input).  Steals t. */
+ * it has one, an ndarray for an ndarray (ndarray_like), else a
+ * pylayout.Tensor (the Python shim turns that into an ndarray for other
+ * NumPy input).  Steals t. */
 PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor *t)
 {
     const DLPackExchangeAPI *api =
@@ -568,7 +651,7 @@ PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor 
         return NULL;
     }
     if (!api || !api->managed_tensor_to_py_object_no_sync)
-        return _plext_wrap_tensor(state, t);
+        return ndarray_like(state, like, _plext_wrap_tensor(state, t));
     PyObject *out = _plext_export_through(api, t);
     _plext_release(t);
     return out;

@@ -143,11 +143,12 @@ PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
  * returns it as the kind of object x is.  `n_order` is the length the order
  * was checked against: the fresh read must still have that many dims. */
 static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt, const int32_t *order,
-                              int32_t n_order)
+                              int32_t n_order, bool ready)
 {
     pylayout_tensor *out = NULL;
     pylayout_status st;
-    if (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0) /* phase 2 from here */
+    /* ready: the caller has run the guard and read the memory already */
+    if (!ready && (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0)) /* phase 2 from here */
         return NULL;
     if (order && x->dl->ndim != n_order) {
         PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n_order,
@@ -170,9 +171,11 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
 }
 
 /* A copy of x laid out like x (_plext_copy_tensor), for torch.preserve_format. */
-static PyObject *copy_like(core_state *state, operand *x)
+static PyObject *copy_like(core_state *state, operand *x, bool ready)
 {
-    if (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0 || _plext_check_host(x->dl, "the input") < 0)
+    if (!ready && (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0))
+        return NULL;
+    if (_plext_check_host(x->dl, "the input") < 0)
         return NULL;
     pylayout_tensor *out = _plext_copy_tensor(x->dl);
     return out ? _plext_export_like(state, x->obj, out) : NULL;
@@ -208,9 +211,61 @@ PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
         PyErr_Format(PyExc_ValueError, "copy=False, but the tensor is not %s: converting it needs a copy",
                      fmt == FORMAT_PRESERVE ? "dense" : format_name(fmt));
     else if (fmt == FORMAT_PRESERVE)
-        res = copy_like(state, &x);
+        res = copy_like(state, &x, false);
     else
-        res = convert_like(state, &x, fmt, NULL, 0);
+        res = convert_like(state, &x, fmt, NULL, 0, false);
+done:
+    _plext_operand_release(&x);
+    return res;
+}
+
+/* pylayout.contiguous's fast path (no copy=, positional): the same result
+ * as contiguous(x, format), or NotImplemented for a torch tensor that
+ * pylayout.torch must convert (operand_route), that a torch guard refuses
+ * or that torch cannot export here (meta, sparse): the full path handles
+ * those.  Every step is taken once:
+ * take, route, guard, then the memory, read once and used for both the
+ * layout test and the copy. */
+PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "convert_or_route takes 2 positional arguments (%zd given)", nargs);
+        return NULL;
+    }
+    pylayout_format fmt;
+    if (_plext_parse_format_args(args[1], NULL, &fmt, true) < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    operand x; /* not zero-filled: operand_take sets what is read */
+    x.held = NULL;
+    PyObject *res = NULL;
+    int route = _plext_operand_take(state, args[0], &x) < 0 ? -1 : _plext_operand_route(&x);
+    /* A refusal by the guard or by torch's export goes to the full path,
+     * which gives the same answer (x itself if it is already in format, a
+     * conj-bit tensor included) or says why. */
+    if (route == 0 && (_plext_operand_guard(&x) < 0 || _plext_operand_memory(&x, true) < 0)) {
+        if (!x.is_torch)
+            goto done; /* phase 2 from here */
+        PyErr_Clear();
+        route = 1;
+    }
+    if (route == 0 && x.is_torch && x.dl->device.device_type != kDLCPU)
+        route = 1; /* pylayout decides the layout there and torch moves the bytes */
+    if (route != 0) {
+        res = route > 0 ? Py_NewRef(Py_NotImplemented) : NULL;
+        goto done;
+    }
+    bool already = false;
+    pylayout_status st = fmt == FORMAT_PRESERVE ? pylayout_is_dense(x.dl, &already)
+                                                : pylayout_is_contiguous(x.dl, fmt, &already);
+    if (st != PYLAYOUT_OK)
+        _plext_raise_status(st);
+    else if (already)
+        res = Py_NewRef(args[0]);
+    else if (fmt == FORMAT_PRESERVE)
+        res = copy_like(state, &x, true);
+    else
+        res = convert_like(state, &x, fmt, NULL, 0, true);
 done:
     _plext_operand_release(&x);
     return res;
@@ -248,7 +303,7 @@ PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_ValueError, "copy=False, but the tensor is not dense in that order: converting "
                                           "it needs a copy");
     else
-        res = convert_like(state, &x, PYLAYOUT_FORMAT_CONTIGUOUS, order, n);
+        res = convert_like(state, &x, PYLAYOUT_FORMAT_CONTIGUOUS, order, n, false);
 done:
     _plext_operand_release(&x);
     return res;

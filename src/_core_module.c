@@ -145,6 +145,17 @@ PyDoc_STRVAR(empty_doc,
 ">>> pl.empty((2, 3), order=(1, 0)).strides\n"
 "(1, 2)");
 
+PyDoc_STRVAR(convert_or_route_doc,
+"convert_or_route($module, x, format, /)\n--\n\n"
+"pylayout.contiguous's fast path: contiguous(x, format), or NotImplemented\n"
+"when x is a torch tensor that pylayout.torch must convert instead (it\n"
+"requires grad, carries a forward-mode tangent, is a functorch wrapper, or\n"
+"lives off the CPU).  Positional only, no copy=: one call's work is kept\n"
+"to what a 1 KB conversion needs.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.convert_or_route(pl.from_dlpack(np.zeros((2, 3)).T), 'contiguous').strides\n"
+"(2, 1)");
+
 PyDoc_STRVAR(contiguous_doc,
 "contiguous($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
 "The C half of pylayout.contiguous (which see): x itself when already in\n"
@@ -196,7 +207,7 @@ PyDoc_STRVAR(pack_complex_doc,
 "The C half of pylayout.pack_complex (which see).\n\n"
 ">>> import numpy as np, pylayout as pl\n"
 ">>> pl._core.pack_complex(np.ones(2), np.zeros(2)).dtype\n"
-"'complex128'");
+"dtype('complex128')");
 
 PyDoc_STRVAR(unpack_complex_doc,
 "unpack_complex($module, /, z, *, copy=True)\n--\n\n"
@@ -299,6 +310,7 @@ static PyMethodDef module_methods[] = {
     {"is_dense", _plext_mod_is_dense, METH_O, is_dense_doc},
     KW_METHOD(empty, _plext_mod_empty),
     KW_METHOD(contiguous, _plext_mod_convert),
+    {"convert_or_route", (PyCFunction)(void (*)(void))_plext_mod_convert_or_route, METH_FASTCALL, convert_or_route_doc},
     KW_METHOD(to_order, _plext_mod_to_order),
     KW_METHOD(copy_into, _plext_mod_copy_into),
     KW_METHOD(view_as_complex, _plext_mod_view_as_complex),
@@ -346,7 +358,9 @@ static int module_exec(PyObject *module)
     state->str_requires_grad = PyUnicode_InternFromString("requires_grad");
     state->str_is_conj = PyUnicode_InternFromString("is_conj");
     state->str_is_neg = PyUnicode_InternFromString("is_neg");
-    if (!state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
+    state->str_current_level = PyUnicode_InternFromString("_current_level");
+    if (!state->str_current_level ||
+        !state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
         !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj || !state->str_is_neg)
         goto done;
     dlpack_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
@@ -365,6 +379,9 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     core_state *state = get_state(module);
     Py_VISIT(state->TensorType);
     Py_VISIT(state->increment_version);
+    Py_VISIT(state->is_wrapped);
+    Py_VISIT(state->forward_ad);
+    Py_VISIT(state->np_from_dlpack);
     return 0;
 }
 
@@ -373,6 +390,10 @@ static int module_clear(PyObject *module)
     core_state *state = get_state(module);
     Py_CLEAR(state->TensorType);
     Py_CLEAR(state->increment_version);
+    Py_CLEAR(state->is_wrapped);
+    Py_CLEAR(state->forward_ad);
+    Py_CLEAR(state->np_from_dlpack);
+    Py_CLEAR(state->str_current_level);
     Py_CLEAR(state->str_dlpack);
     Py_CLEAR(state->str_exchange);
     Py_CLEAR(state->kw_max_version);

@@ -80,3 +80,114 @@ def test_producers_without_max_version_are_still_retried():
     a = np.arange(16, dtype=np.int32).reshape(4, 4).T
     c = pl.contiguous(Legacy(a))
     assert type(c) is pl.Tensor and np.array_equal(np.from_dlpack(c), a)
+
+
+# ---------------------------------------------- the one-call fast path (issue 16)
+# pylayout.contiguous(x, format) with no copy= or memory_format= is one C call,
+# _core.convert_or_route: the same result as _core.contiguous, or NotImplemented
+# for the torch tensors that pylayout.torch converts (then the full path runs).
+
+_FORMATS = [("contiguous", 4), ("fortran", 3), ("channels_last", 4), ("channels_last_3d", 5), ("F", 2)]
+
+
+def _layouts(rng, ndim):
+    """Transposed, sliced and already-dense views of a random tensor."""
+    shape = tuple(int(s) for s in rng.integers(1, 6, size=ndim))
+    base = rng.standard_normal(shape).astype(np.float32)
+    yield base
+    yield base.transpose(tuple(rng.permutation(ndim)))
+    yield base[(slice(None, None, 2),) + (slice(None),) * (ndim - 1)]
+    yield np.asfortranarray(base)
+
+
+@pytest.mark.parametrize("fmt,ndim", _FORMATS)
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8, np.int64, np.complex128, np.bool_])
+def test_fast_path_matches_the_full_path_numpy(fmt, ndim, dtype):
+    rng = np.random.default_rng(ndim)
+    for x in _layouts(rng, ndim):
+        x = x.astype(dtype)
+        fast = _core.convert_or_route(x, fmt)
+        full = pl._like(x, _core.contiguous(x, fmt))
+        assert type(fast) is np.ndarray and fast.dtype == x.dtype
+        assert fast.strides == full.strides and np.array_equal(fast, x)
+        assert (fast is x) == (full is x)
+        assert pl.is_contiguous(fast, fmt)
+
+
+@pytest.mark.parametrize("fmt,ndim", _FORMATS + [(torch.preserve_format, 3), (torch.channels_last, 4)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.complex64])
+def test_fast_path_matches_torch(fmt, ndim, dtype):
+    g = torch.Generator().manual_seed(ndim)
+    shape = tuple(int(s) for s in torch.randint(1, 6, (ndim,), generator=g))
+    base = torch.randn(shape, generator=g).to(dtype)
+    for x in (base, base.permute(*torch.randperm(ndim, generator=g).tolist()), base[::2], base.mT if ndim > 1 else base):
+        fast = _core.convert_or_route(x, fmt)
+        assert type(fast) is torch.Tensor and torch.equal(fast, x)
+        name = fmt if isinstance(fmt, str) else None
+        if fmt is torch.preserve_format:
+            assert pl.is_dense(fast)
+        elif name in ("contiguous", "fortran", "channels_last", "channels_last_3d", "F"):
+            assert pl.is_contiguous(fast, fmt)
+        else:
+            assert fast.is_contiguous(memory_format=fmt)
+        if pl.is_contiguous(x, fmt) if fmt is not torch.preserve_format else pl.is_dense(x):
+            assert fast is x
+        else:
+            assert fast.data_ptr() != x.data_ptr()
+
+
+def test_fast_path_routes_what_pylayout_torch_converts():
+    x = torch.randn(4, 4).t()
+    assert _core.convert_or_route(x.clone().requires_grad_(), "contiguous") is NotImplemented
+    assert _core.convert_or_route(torch.empty(4, 4, device="meta").t(), "contiguous") is NotImplemented
+    import torch.autograd.forward_ad as fwad
+    with fwad.dual_level():
+        dual = fwad.make_dual(x, torch.ones(4, 4).t())
+        assert _core.convert_or_route(dual, "contiguous") is NotImplemented
+        plain = _core.convert_or_route(x, "contiguous")  # a level is active: routed even without a tangent
+        assert plain is NotImplemented
+    seen = []
+
+    def probe(row):
+        seen.append(_core.convert_or_route(row, "contiguous"))
+        return row * 1
+
+    torch.vmap(probe)(torch.randn(3, 4, 4))
+    assert seen == [NotImplemented]
+    # and pylayout.contiguous gives each its answer through the full path
+    c = pl.contiguous(x.clone().requires_grad_())
+    assert c.requires_grad and c.is_contiguous()
+    with fwad.dual_level():
+        dual = fwad.make_dual(x, torch.ones(4, 4).t())
+        c = pl.contiguous(dual)
+        assert fwad.unpack_dual(c).tangent is not None
+
+
+def test_fast_path_leaves_guard_refusals_to_the_full_path():
+    z = torch.randn(4, 4, dtype=torch.complex64)
+    assert _core.convert_or_route(z.conj(), "contiguous") is NotImplemented
+    zc = z.conj()
+    assert pl.contiguous(zc) is zc  # already contiguous: itself, as before
+    with pytest.raises(BufferError, match="conjugate"):  # a copy: the guard's refusal, as before
+        pl.contiguous(z.t().conj())
+
+
+def test_fast_path_arguments():
+    a = np.zeros((2, 3)).T
+    with pytest.raises(TypeError, match="2 positional"):
+        _core.convert_or_route(a)
+    with pytest.raises(ValueError, match="unknown memory format"):
+        _core.convert_or_route(a, "sideways")
+    with pytest.raises(TypeError):
+        _core.convert_or_route(object(), "contiguous")
+
+
+def test_small_outputs_reused_are_never_shared():
+    # the allocator keeps one freed block per small size; live results never alias
+    a = np.arange(256, dtype=np.float32).reshape(16, 16).T
+    outs = [pl.contiguous(a) for _ in range(8)]
+    for k, o in enumerate(outs):
+        o += k
+    for k, o in enumerate(outs):
+        assert np.array_equal(o, a + k)
+    assert len({o.ctypes.data for o in outs}) == len(outs)
