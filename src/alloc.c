@@ -26,6 +26,7 @@
  */
 #define _DEFAULT_SOURCE /* posix_memalign, madvise, MAP_ANONYMOUS */
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -338,8 +339,51 @@ static void pl_cache_trim_locked(size_t keep)
 
 static size_t pl_map_len(size_t nbytes) { return (nbytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
 
+/* ------------------------------------------------------- small blocks */
+
+/* One freed block per power-of-two size from 64 bytes to 4 KiB is kept for
+ * the next allocation of that size: a 1 KB conversion otherwise pays for
+ * posix_memalign, which in a Python process (whose small frees fill glibc's
+ * fast bins) first consolidates the heap on every request of 1 KB or more.
+ * A slot is one atomic pointer (exchange to take, compare-exchange to give
+ * back), so threads and fork need no lock.  At most 8 KiB is held.  Off
+ * under AddressSanitizer, like the large-block cache. */
+#define PL_SMALL_MIN_LG 6  /* 64 bytes */
+#define PL_SMALL_MAX_LG 12 /* 4 KiB */
+
+static _Atomic(void *) pl_small[PL_SMALL_MAX_LG - PL_SMALL_MIN_LG + 1];
+
+/* The slot for a block of nbytes, or -1 when none is kept for that size. */
+static int pl_small_slot(size_t nbytes)
+{
+#if defined(PL_ASAN)
+    (void)nbytes;
+    return -1;
+#else
+    if (nbytes > ((size_t)1 << PL_SMALL_MAX_LG))
+        return -1;
+    int lg = PL_SMALL_MIN_LG;
+    while (((size_t)1 << lg) < nbytes)
+        lg++;
+    return lg - PL_SMALL_MIN_LG;
+#endif
+}
+
+static void pl_small_release(void)
+{
+    for (size_t k = 0; k < sizeof pl_small / sizeof pl_small[0]; k++)
+        free(atomic_exchange(&pl_small[k], NULL));
+}
+
 void *_pylayout_aligned_alloc(size_t nbytes)
 {
+    const int slot = pl_small_slot(nbytes);
+    if (slot >= 0) {
+        void *p = atomic_exchange(&pl_small[slot], NULL);
+        if (p != NULL)
+            return p;
+        nbytes = (size_t)1 << (slot + PL_SMALL_MIN_LG); /* the slot's size, so it can be kept when freed */
+    }
     if (nbytes < HUGE_MIN_BYTES) {
         void *p = NULL;
         /* 64-byte alignment: a cache line, and every SIMD width in use. */
@@ -367,6 +411,7 @@ void *_pylayout_aligned_alloc(size_t nbytes)
 
 void _pylayout_cache_release(void)
 {
+    pl_small_release();
     pl_cache_lock_acquire();
     pl_cache_trim_locked(0);
     pthread_mutex_unlock(&pl_cache_lock);
@@ -375,6 +420,10 @@ void _pylayout_cache_release(void)
 void _pylayout_aligned_free(void *p, size_t nbytes)
 {
     if (p == NULL)
+        return;
+    const int slot = pl_small_slot(nbytes);
+    void *empty = NULL;
+    if (slot >= 0 && atomic_compare_exchange_strong(&pl_small[slot], &empty, p))
         return;
     if (nbytes < HUGE_MIN_BYTES) {
         free(p);

@@ -1362,6 +1362,99 @@ START_TEST(test_cache_threads)
 }
 END_TEST
 
+/* Small outputs (64 B to 4 KiB) reuse one freed block per size class: a
+ * block comes back only once freed, two live tensors never share one, and
+ * every size in a class gets room for the whole class.  Under ASan the
+ * slots are off and only the aliasing checks apply. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PL_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PL_TEST_ASAN 1
+#endif
+#endif
+
+static pylayout_tensor *empty_bytes(int64_t n, unsigned char fill)
+{
+    pylayout_tensor *t = NULL;
+    ck_assert_int_eq(pylayout_tensor_empty(1, &n, (DLDataType){kDLUInt, 8, 1}, PYLAYOUT_FORMAT_CONTIGUOUS, &t),
+                     PYLAYOUT_OK);
+    ck_assert((uintptr_t)dl_of(t)->data % 64 == 0);
+    memset(dl_of(t)->data, fill, (size_t)n);
+    return t;
+}
+
+static void assert_filled(pylayout_tensor *t, int64_t n, unsigned char fill)
+{
+    const unsigned char *p = dl_of(t)->data;
+    for (int64_t i = 0; i < n; i++)
+        ck_assert_msg(p[i] == fill, "byte %lld is %u, not %u: another tensor wrote here", (long long)i, p[i], fill);
+}
+
+START_TEST(test_small_blocks_never_shared)
+{
+    static const int64_t sizes[] = {1, 63, 64, 65, 700, 1000, 1024, 1025, 3000, 4096, 4097, 9000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const int64_t n = sizes[i];
+        pylayout_tensor *a = empty_bytes(n, 1), *b = empty_bytes(n, 2);
+        ck_assert_ptr_ne(dl_of(a)->data, dl_of(b)->data);
+        void *freed = dl_of(a)->data;
+        ck_assert_int_eq(pylayout_tensor_release(a), PYLAYOUT_OK);
+        pylayout_tensor *c = empty_bytes(n, 3), *d = empty_bytes(n, 4);
+        ck_assert_ptr_ne(dl_of(c)->data, dl_of(d)->data);
+        ck_assert_ptr_ne(dl_of(c)->data, dl_of(b)->data);
+        ck_assert_ptr_ne(dl_of(d)->data, dl_of(b)->data);
+#if !defined(PL_TEST_ASAN)
+        if (n <= 4096) /* the freed block is the next one handed out */
+            ck_assert_ptr_eq(dl_of(c)->data, freed);
+#endif
+        (void)freed;
+        assert_filled(b, n, 2);
+        assert_filled(c, n, 3);
+        assert_filled(d, n, 4);
+        pylayout_tensor_release(b);
+        pylayout_tensor_release(c);
+        pylayout_tensor_release(d);
+    }
+    /* a block freed from one size is big enough for any size of its class */
+    pylayout_tensor_release(empty_bytes(513, 5));
+    pylayout_tensor *big = empty_bytes(1024, 6);
+    assert_filled(big, 1024, 6);
+    pylayout_tensor_release(big);
+}
+END_TEST
+
+static void *small_worker(void *arg)
+{
+    const unsigned char id = (unsigned char)(uintptr_t)arg;
+    for (int round = 0; round < 20000; round++) {
+        const int64_t n = 64 << (round % 7);
+        pylayout_tensor *t = NULL;
+        if (pylayout_tensor_empty(1, &n, (DLDataType){kDLUInt, 8, 1}, PYLAYOUT_FORMAT_CONTIGUOUS, &t) != PYLAYOUT_OK)
+            return (void *)"pylayout_tensor_empty failed";
+        unsigned char *p = dl_of(t)->data;
+        memset(p, id, (size_t)n);
+        for (int64_t i = 0; i < n; i += 61)
+            if (p[i] != id)
+                return (void *)"a live small block was written by another thread";
+        pylayout_tensor_release(t);
+    }
+    return NULL;
+}
+
+START_TEST(test_small_blocks_threads)
+{
+    pthread_t th[4];
+    for (uintptr_t i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, small_worker, (void *)(i + 1)), 0);
+    for (int i = 0; i < 4; i++) {
+        void *ret = (void *)"pthread_join did not set the result";
+        ck_assert_int_eq(pthread_join(th[i], &ret), 0);
+        ck_assert_msg(ret == NULL, "small-block worker %d: %s", i, (const char *)ret);
+    }
+}
+END_TEST
+
 /* ------------------------------------------------------------ dtypes */
 
 static const struct {
@@ -1592,6 +1685,8 @@ static Suite *tensor_suite(void)
               TEST(test_cache_threads)}, .timeout_s = 120, .setup = cache_setup, .teardown = cache_teardown},
         {.name = "cache_limits", .tests = {TEST(test_cache_default_follows_rlimit_as)}, .timeout_s = 120},
         {.name = "threads", .tests = {TEST(test_concurrent_retain_release)}, .timeout_s = 120},
+        {.name = "small_blocks", .tests = {TEST(test_small_blocks_never_shared), TEST(test_small_blocks_threads)},
+         .timeout_s = 120},
     };
     return SUITE_OF("tensor", cases, 0);
 }
