@@ -178,7 +178,7 @@ PL_DEFINE_MICRO(pl_micro16_sse2, PL_SSE2, 1, __m128i, pl_t1x1_si128, pl_storeu_s
 PL_DEFINE_TILE(pl_tile1_sse2, PL_SSE2, 1, 16, pl_micro1_sse2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_sse2, PL_SSE2, 2, 8, pl_micro2_sse2, _pl_move2d_2)
 PL_DEFINE_TILE(pl_tile4_sse2_whole, PL_SSE2, 4, 4, pl_micro4_sse2, _pl_move2d_4)
-PL_DEFINE_TILE_STRIPS(pl_tile4_sse2, PL_SSE2, 4, 32, 1024, pl_tile4_sse2_whole)
+PL_DEFINE_TILE_STRIPS(pl_tile4_sse2, PL_SSE2, 4, 1024, pl_tile4_sse2_whole)
 PL_DEFINE_TILE(pl_tile8_sse2, PL_SSE2, 8, 2, pl_micro8_sse2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_sse2, PL_SSE2, 16, 1, pl_micro16_sse2, _pl_move2d_16)
 
@@ -304,7 +304,7 @@ PL_DEFINE_MICRO(pl_micro16_avx2, PL_AVX2, 1, __m128i, pl_t1x1_si128, pl_storeu_s
 PL_DEFINE_TILE(pl_tile1_avx2, PL_AVX2, 1, 16, pl_micro1_avx2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_avx2, PL_AVX2, 2, 8, pl_micro2_avx2, _pl_move2d_2)
 PL_DEFINE_TILE(pl_tile4_avx2_whole, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
-PL_DEFINE_TILE_STRIPS(pl_tile4_avx2, PL_AVX2, 4, 32, 1024, pl_tile4_avx2_whole)
+PL_DEFINE_TILE_STRIPS(pl_tile4_avx2, PL_AVX2, 4, 1024, pl_tile4_avx2_whole)
 PL_DEFINE_TILE(pl_tile8_avx2, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
@@ -708,8 +708,9 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
 }
 
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
- * strips of 32 dst rows (PL_DEFINE_TILE_STRIPS); tiles thinner than 16 go
- * to the AVX2 tile (8x8 blocks) rather than MOVE2D.  Measured on the
+ * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS); tiles thinner than
+ * 16, and dst rows a multiple of 4 KiB apart (strips of 8), go to the AVX2
+ * tile (8x8 blocks) rather than MOVE2D.  Measured on the
  * 2-core EPYC (Zen 5, 512-bit datapaths) dev VM, n x n float32, 1 thread,
  * src and dst 16 bytes off their lines, best of 9, us (AVX2 8x8 whole
  * tiles / these): n=128 1.37 / 0.97, n=256 8.6 / 4.1, n=362 11.2 / 8.6,
@@ -720,10 +721,10 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
 PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
 PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512)
 PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)
-PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 32, 1, pl_tile4_avx512_whole)
+PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 1, pl_tile4_avx512_whole)
 PL_AVX512 static void pl_tile4_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
 {
-    if (na < 16 || nb < 16)
+    if (na < 16 || nb < 16 || dsb % 4096 == 0) /* thin, or strips thinner than 16 */
         pl_tile4_avx2(src, ssa, dst, dsb, na, nb);
     else
         pl_tile4_avx512_strips(src, ssa, dst, dsb, na, nb);

@@ -240,25 +240,34 @@ PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
     }
 
 /* A tile kernel NAME for SIZE-byte elements that runs the tile kernel TILE
- * on strips of SB dst rows (j) at a time, each across the whole tile along i, when
- * dsb % ALIGN == 0 (1 for always): the dst lines a group leaves partial
- * are finished after SB rows instead of the tile's.  A last strip shorter
- * than SB joins the one before, so no strip is thinner than the tile
- * kernel's blocks.  Measured on the 2-core EPYC (Zen 5) dev VM, float32
- * n x n, 64 x 64 tiles, 1 thread, dst and src 16 bytes off their lines,
- * best of 9 (us, whole tile / strips of 32): AVX2 8x8 blocks n=256
- * 8.6 / 6.4, n=512 136 / 62, but n=128 1.37 / 1.50, n=724 45 / 51 (so
- * ALIGN 1024 there); AVX-512 16x16 blocks n=128 1.22 / 0.97, n=256 5.9 /
- * 4.1, n=362 9.3 / 8.6, n=512 74 / 42, n=724 39.5 / 39.7 (so always). */
-#define PL_DEFINE_TILE_STRIPS(NAME, ATTR, SIZE, SB, ALIGN, TILE)                                            \
+ * on strips of a few dst rows (j) at a time, each across the whole tile
+ * along i, when dsb % ALIGN == 0 (1 for always): the dst lines a group
+ * leaves partial are finished a strip later instead of a tile later.  The
+ * strips hold 32 rows, fewer where the rows share fewer L1 sets (64 sets
+ * of 64-byte lines repeat every 4 KiB): 16 where rows are a multiple of
+ * 2 KiB apart, 8 where of 4 KiB, about 8 lines per set either way.  A last
+ * strip shorter than that joins the one before, so no strip is thinner
+ * than the strip height (TILE's blocks must fit it).
+ *
+ * Measured on the 2-core EPYC (Zen 5) dev VM, 1 thread, float32, 64 x 64
+ * tiles, src and dst 16 bytes off their lines, best of 9, us (whole tile
+ * / strips of 32 / 16 / 8 rows):
+ *   AVX2 8x8    n x n: n=128 1.37 / 1.50, n=724 45 / 51 (so ALIGN 1024),
+ *               n=256 8.6 / 6.4 / 7.8, n=512 136 / 62 / 44;
+ *               1024 x 128 (dst rows 4 KiB apart) 128 (32) / 39 / 21;
+ *   AVX-512 16x16  n x n: n=128 1.22 / 0.97, n=362 9.3 / 8.6, n=724 39.5 /
+ *               39.7 (so always), n=256 5.9 / 4.1 / 6.5, n=512 74 / 42 / 37.
+ */
+#define PL_DEFINE_TILE_STRIPS(NAME, ATTR, SIZE, ALIGN, TILE)                                             \
     ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \
-        if (dsb % (ALIGN) != 0) {                                                                        \
+        const int64_t sb = dsb % 4096 == 0 ? 8 : dsb % 2048 == 0 ? 16 : 32;                             \
+        if (dsb % (ALIGN) != 0 || nb < 2 * sb) {                                                         \
             TILE(src, ssa, dst, dsb, na, nb);                                                            \
             return;                                                                                      \
         }                                                                                                \
         for (int64_t j = 0; j < nb;) {                                                                   \
-            const int64_t w = nb - j < 2 * (SB) ? nb - j : (SB);                                         \
+            const int64_t w = nb - j < 2 * sb ? nb - j : sb;                                             \
             TILE(src + j * (SIZE), ssa, dst + j * dsb, dsb, na, w);                                      \
             j += w;                                                                                      \
         }                                                                                                \

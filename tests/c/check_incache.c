@@ -122,17 +122,18 @@ START_TEST(test_square)
 }
 END_TEST
 
-/* Dst rows 1 KiB and 2 KiB apart (R = 256 or 512 floats) with C cut so the
- * last 64-row tile is 1 .. 63 rows: a single strip, a short last strip
- * joining the one before, exactly two; and thin tiles along i (R < 16 and
- * < 8) with the same dst rows, padded to 1 KiB. */
+/* Dst rows 1, 2, 3 and 4 KiB apart (strips of 32, 16, 32 and 8 rows) with
+ * C cut so the last 64-row tile is 1 .. 63 rows: a single strip, a short
+ * last strip joining the one before, exactly two; and thin tiles along i
+ * (R < 16 and < 8) with the same dst rows, padded. */
 START_TEST(test_strips)
 {
     const tcase2 cases[] = {
         {256, 65, 0, 0},   {256, 79, 0, 0},  {256, 80, 0, 0},   {256, 95, 0, 0},  {256, 96, 0, 0},
         {256, 97, 0, 0},   {256, 127, 0, 0}, {512, 100, 0, 0},  {512, 33, 0, 0},  {256, 20, 0, 0},
         {12, 300, 0, 256}, {7, 200, 0, 256}, {15, 70, 0, 512},  {16, 70, 0, 256}, {40, 130, 0, 256},
-        {100, 64, 128, 256},
+        {100, 64, 128, 256}, {1024, 70, 0, 0}, {1024, 17, 0, 0}, {40, 130, 0, 1024}, {300, 90, 0, 768},
+        {512, 47, 0, 0},
     };
     case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offsets, NOFFSETS};
     at_1_and_2_threads(run_set, &set);
