@@ -141,12 +141,14 @@ START_TEST(test_strips)
 END_TEST
 
 /* Rectangles and padded rows that are not powers of two (whole tiles, no
- * strips on the AVX2 and SSE2 paths), src rows a power of two apart. */
+ * strips on the AVX2 and SSE2 paths), and src rows a power of two apart
+ * (4 KiB multiples: the AVX-512 tile hands those to the AVX2 one). */
 START_TEST(test_rect)
 {
     const tcase2 cases[] = {
-        {300, 70, 0, 0},  {70, 300, 0, 0},    {129, 257, 0, 0}, {33, 1000, 0, 0},
-        {1000, 33, 0, 0}, {200, 200, 512, 0}, {96, 96, 100, 99},
+        {300, 70, 0, 0},    {70, 300, 0, 0},  {129, 257, 0, 0},  {33, 1000, 0, 0}, {1000, 33, 0, 0},
+        {200, 200, 512, 0}, {96, 96, 100, 99}, {100, 1024, 0, 0}, {97, 2048, 0, 0}, {40, 64, 1024, 0},
+        {130, 512, 0, 0},
     };
     case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offsets, NOFFSETS};
     at_1_and_2_threads(run_set, &set);
