@@ -304,7 +304,24 @@ PL_DEFINE_MICRO(pl_micro16_avx2, PL_AVX2, 1, __m128i, pl_t1x1_si128, pl_storeu_s
 PL_DEFINE_TILE(pl_tile1_avx2, PL_AVX2, 1, 16, pl_micro1_avx2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_avx2, PL_AVX2, 2, 8, pl_micro2_avx2, _pl_move2d_2)
 PL_DEFINE_TILE(pl_tile4_avx2_whole, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
-PL_DEFINE_TILE_STRIPS(pl_tile4_avx2, PL_AVX2, 4, 1024, pl_tile4_avx2_whole)
+PL_DEFINE_TILE_STRIPS(pl_tile4_avx2_strips, PL_AVX2, 4, 1024, pl_tile4_avx2_whole)
+
+/* Src or dst rows a multiple of 4 KiB apart share one L1 set (12 ways) per
+ * line column: the 8 rows of an 8x8 block and the lines they leave partial
+ * crowd it, so such tiles take 4x4 blocks (the SSE2 ones, VEX-encoded
+ * here), in strips of 8 dst rows where dst is the side.  Measured on the
+ * 2-core Zen 5 dev VM, float32, 1 thread, us, 8x8 / 4x4: 1024 x 128 src
+ * (dst rows 4 KiB apart) 22 / 15.5; 100 x 1024 src 12.2 / 8.8. */
+PL_DEFINE_MICRO(pl_micro4x4_avx2, PL_AVX2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
+PL_DEFINE_TILE(pl_tile4x4_avx2_whole, PL_AVX2, 4, 4, pl_micro4x4_avx2, _pl_move2d_4)
+PL_DEFINE_TILE_STRIPS(pl_tile4x4_avx2, PL_AVX2, 4, 1024, pl_tile4x4_avx2_whole)
+PL_AVX2 static void pl_tile4_avx2(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
+{
+    if (ssa % 4096 == 0 || dsb % 4096 == 0)
+        pl_tile4x4_avx2(src, ssa, dst, dsb, na, nb);
+    else
+        pl_tile4_avx2_strips(src, ssa, dst, dsb, na, nb);
+}
 PL_DEFINE_TILE(pl_tile8_avx2, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
@@ -710,10 +727,10 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
  * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Tiles thinner than
  * 16 go to the AVX2 tile (8x8 blocks) rather than MOVE2D, and so do src or
- * dst rows a multiple of 4 KiB apart: the 16 rows of a block would share
- * one L1 set (12 ways), 8 fit.  Measured as below, 100 x 1024 src (rows
- * 4 KiB apart): 13.7 us with 16x16 blocks, 12.4 with 8x8; 96 x 2048: 34.2
- * and 25.3.  Measured on the
+ * dst rows a multiple of 4 KiB apart (4x4 blocks there, see pl_tile4_avx2):
+ * the 16 rows of a block would share one L1 set (12 ways).  Measured as
+ * below, 100 x 1024 src (rows 4 KiB apart): 13.7 us with 16x16 blocks,
+ * 12.4 with 8x8; 96 x 2048: 34.2 and 25.3.  Measured on the
  * 2-core EPYC (Zen 5, 512-bit datapaths) dev VM, n x n float32, 1 thread,
  * src and dst 16 bytes off their lines, best of 9, us (AVX2 8x8 whole
  * tiles / these): n=128 1.37 / 0.97, n=256 8.6 / 4.1, n=362 11.2 / 8.6,
@@ -727,7 +744,7 @@ PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_mo
 PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 1, pl_tile4_avx512_whole)
 PL_AVX512 static void pl_tile4_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
 {
-    if (na < 16 || nb < 16 || ssa % 4096 == 0 || dsb % 4096 == 0) /* thin, or 16 rows in one L1 set */
+    if (na < 16 || nb < 16 || ssa % 4096 == 0 || dsb % 4096 == 0) /* thin, or rows in one L1 set */
         pl_tile4_avx2(src, ssa, dst, dsb, na, nb);
     else
         pl_tile4_avx512_strips(src, ssa, dst, dsb, na, nb);
