@@ -725,19 +725,18 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
 }
 
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
- * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Tiles thinner than
- * 16 go to the AVX2 tile (8x8 blocks) rather than MOVE2D, and so do src or
- * dst rows a multiple of 4 KiB apart (4x4 blocks there, see pl_tile4_avx2):
- * the 16 rows of a block would share one L1 set (12 ways).  Measured as
- * below, 100 x 1024 src (rows 4 KiB apart): 13.7 us with 16x16 blocks,
- * 12.4 with 8x8; 96 x 2048: 34.2 and 25.3.  Measured on the
+ * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Measured on the
  * 2-core EPYC (Zen 5, 512-bit datapaths) dev VM, n x n float32, 1 thread,
  * src and dst 16 bytes off their lines, best of 9, us (AVX2 8x8 whole
  * tiles / these): n=128 1.37 / 0.97, n=256 8.6 / 4.1, n=362 11.2 / 8.6,
- * n=512 136 / 42, n=724 45 / 40.  (An earlier measurement found the 16x16
- * kernel no faster than 8x8; that was before the strips, on whole tiles.)
- * Loading the rows' 128-bit quarters with masked broadcasts to save one
- * round of lane shuffles measured the same: these tiles wait on memory. */
+ * n=512 136 / 42, n=724 45 / 40.  (An earlier measurement found 16x16 no
+ * faster than 8x8: that was on whole tiles.)  Loading the rows' 128-bit
+ * quarters with masked broadcasts, to save a round of lane shuffles,
+ * measured the same: these tiles wait on memory.  Tiles thinner than 16
+ * go to pl_tile4_avx2 rather than MOVE2D, and so do src or dst rows a
+ * multiple of 4 KiB apart, whose 16 rows would share one L1 set (12 ways):
+ * 100 x 1024 src 13.7 us with 16x16 blocks, 12.4 with 8x8, 9.6 with that
+ * tile's 4x4. */
 PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
 PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512)
 PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)
