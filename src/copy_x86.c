@@ -177,7 +177,8 @@ PL_DEFINE_MICRO(pl_micro16_sse2, PL_SSE2, 1, __m128i, pl_t1x1_si128, pl_storeu_s
 
 PL_DEFINE_TILE(pl_tile1_sse2, PL_SSE2, 1, 16, pl_micro1_sse2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_sse2, PL_SSE2, 2, 8, pl_micro2_sse2, _pl_move2d_2)
-PL_DEFINE_TILE(pl_tile4_sse2, PL_SSE2, 4, 4, pl_micro4_sse2, _pl_move2d_4)
+PL_DEFINE_TILE(pl_tile4_sse2_whole, PL_SSE2, 4, 4, pl_micro4_sse2, _pl_move2d_4)
+PL_DEFINE_TILE_STRIPS(pl_tile4_sse2, PL_SSE2, 4, 1024, pl_tile4_sse2_whole)
 PL_DEFINE_TILE(pl_tile8_sse2, PL_SSE2, 8, 2, pl_micro8_sse2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_sse2, PL_SSE2, 16, 1, pl_micro16_sse2, _pl_move2d_16)
 
@@ -302,7 +303,25 @@ PL_DEFINE_MICRO(pl_micro16_avx2, PL_AVX2, 1, __m128i, pl_t1x1_si128, pl_storeu_s
 
 PL_DEFINE_TILE(pl_tile1_avx2, PL_AVX2, 1, 16, pl_micro1_avx2, _pl_move2d_1)
 PL_DEFINE_TILE(pl_tile2_avx2, PL_AVX2, 2, 8, pl_micro2_avx2, _pl_move2d_2)
-PL_DEFINE_TILE(pl_tile4_avx2, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
+PL_DEFINE_TILE(pl_tile4_avx2_whole, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
+PL_DEFINE_TILE_STRIPS(pl_tile4_avx2_strips, PL_AVX2, 4, 1024, pl_tile4_avx2_whole)
+
+/* Src or dst rows a multiple of 4 KiB apart share one L1 set (12 ways) per
+ * line column: the 8 rows of an 8x8 block and the lines they leave partial
+ * crowd it, so such tiles take 4x4 blocks (the SSE2 ones, VEX-encoded
+ * here), in strips of 8 dst rows where dst is the side.  Measured on the
+ * 2-core Zen 5 dev VM, float32, 1 thread, us, 8x8 / 4x4: 1024 x 128 src
+ * (dst rows 4 KiB apart) 22 / 15.5; 100 x 1024 src 12.2 / 8.8. */
+PL_DEFINE_MICRO(pl_micro4x4_avx2, PL_AVX2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
+PL_DEFINE_TILE(pl_tile4x4_avx2_whole, PL_AVX2, 4, 4, pl_micro4x4_avx2, _pl_move2d_4)
+PL_DEFINE_TILE_STRIPS(pl_tile4x4_avx2, PL_AVX2, 4, 1024, pl_tile4x4_avx2_whole)
+PL_AVX2 static void pl_tile4_avx2(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
+{
+    if (ssa % 4096 == 0 || dsb % 4096 == 0)
+        pl_tile4x4_avx2(src, ssa, dst, dsb, na, nb);
+    else
+        pl_tile4_avx2_strips(src, ssa, dst, dsb, na, nb);
+}
 PL_DEFINE_TILE(pl_tile8_avx2, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
@@ -453,12 +472,12 @@ PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, pl_evens_epi64)
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_stream_si256v)
 
 /* The AVX2 cached tiles, gathers and complex interleaves; shared with the
- * AVX-512 table, which has its own streaming kernels. */
-#define PL_AVX2_TILES                                                                                    \
+ * AVX-512 table, which has its own streaming kernels and 4-byte tile. */
+#define PL_AVX2_TILES(TILE4)                                                                             \
     .tile = {                                                                                            \
         [PL_SIZE1] = pl_tile1_avx2,                                                                      \
         [PL_SIZE2] = pl_tile2_avx2,                                                                      \
-        [PL_SIZE4] = pl_tile4_avx2,                                                                      \
+        [PL_SIZE4] = TILE4,                                                                              \
         [PL_SIZE8] = pl_tile8_avx2,                                                                      \
         [PL_SIZE16] = pl_tile16_avx2,                                                                    \
     },                                                                                                   \
@@ -475,7 +494,7 @@ PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_
 
 const _pylayout_kernels _pylayout_kernels_avx2 = {
     .name = "avx2",
-    PL_AVX2_TILES,
+    PL_AVX2_TILES(pl_tile4_avx2),
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx2,
         [PL_SIZE2] = pl_stile2_avx2,
@@ -501,8 +520,8 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
  * where 64-byte vectors measured faster are new: each streaming store then
  * writes one whole line.  Measured on (32,64,112,224)[..., ::2] float32
  * (tools-style loop over 98 MiB): 5.5 -> 6.3 GB/s on 1 thread, 12.0 -> 13.4
- * on 2.  The 16x16 float transpose with one 64-byte streaming store per dst
- * row measured the same as the AVX2 8x8 one, so the tiles stay AVX2. */
+ * on 2.  The cached 4-byte tile is pl_tile4_avx512 (16x16 blocks); the
+ * other cached tiles stay AVX2. */
 #define PL_AVX512 __attribute__((target("avx512f,avx512bw")))
 
 /* Step-2 streaming gathers with 64-byte vectors: two loads, one two-source
@@ -705,6 +724,31 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
         PL_LANES4x4(_mm512_shuffle_f64x2, t[c], t[2 + c], t[4 + c], t[6 + c], o[c], o[2 + c], o[4 + c], o[6 + c]);
 }
 
+/* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
+ * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Measured on the
+ * 2-core EPYC (Zen 5, 512-bit datapaths) dev VM, n x n float32, 1 thread,
+ * src and dst 16 bytes off their lines, best of 9, us (AVX2 8x8 whole
+ * tiles / these): n=128 1.37 / 0.97, n=256 8.6 / 4.1, n=362 11.2 / 8.6,
+ * n=512 136 / 42, n=724 45 / 40.  (An earlier measurement found 16x16 no
+ * faster than 8x8: that was on whole tiles.)  Loading the rows' 128-bit
+ * quarters with masked broadcasts, to save a round of lane shuffles,
+ * measured the same: these tiles wait on memory.  Tiles thinner than 16
+ * go to pl_tile4_avx2 rather than MOVE2D, and so do src or dst rows a
+ * multiple of 4 KiB apart, whose 16 rows would share one L1 set (12 ways):
+ * 100 x 1024 src 13.7 us with 16x16 blocks, 12.4 with 8x8, 9.6 with that
+ * tile's 4x4. */
+PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
+PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512)
+PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)
+PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 1, pl_tile4_avx512_whole)
+PL_AVX512 static void pl_tile4_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
+{
+    if (na < 16 || nb < 16 || ssa % 4096 == 0 || dsb % 4096 == 0) /* thin, or rows in one L1 set */
+        pl_tile4_avx2(src, ssa, dst, dsb, na, nb);
+    else
+        pl_tile4_avx512_strips(src, ssa, dst, dsb, na, nb);
+}
+
 PL_AVX512 static inline void pl_stream_ps512(char *d, __m512 v) { _mm512_stream_ps((float *)(void *)d, v); }
 PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream_pd((double *)(void *)d, v); }
 
@@ -784,7 +828,7 @@ PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, 
 
 const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
-    PL_AVX2_TILES,
+    PL_AVX2_TILES(pl_tile4_avx512),
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx2,

@@ -142,7 +142,8 @@ typedef void (*_pylayout_range_fn)(void *ctx, int64_t lo, int64_t hi);
  * each start but the first rounded down to a multiple of `align` (1 for
  * none; a caller whose threads must not share cache lines passes enough
  * elements for a line), and runs fn(ctx, lo, hi) for each on
- * _pylayout_parallel_for with nthreads; returns what that returns. */
+ * _pylayout_parallel_for with nthreads; returns what that returns.  Ranges
+ * the caller runs alone may come merged: one call for consecutive ones. */
 int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads, _pylayout_range_fn fn,
                               void *ctx);
 

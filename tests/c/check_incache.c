@@ -1,0 +1,184 @@
+/*
+ * check_incache.c - Check tests of the cached 4-byte tile transposes
+ * (pl_tile4_* in copy_x86.c: AVX-512 16x16 blocks, AVX2 8x8, SSE2 4x4, and
+ * the strips of 32 dst rows of PL_DEFINE_TILE_STRIPS in kernels.h) through
+ * pylayout_copy, on 2-D float32 transposes that fit in cache.
+ *
+ * Each case transposes an R x C src (rows SP elements apart) into a C x R
+ * dst (rows DP elements apart), both at byte offsets off their cache lines
+ * (or on them), and compares every element with the naive answer; every
+ * other byte of the dst buffer (before, between the rows, after) must come
+ * back untouched.  Sources are random bytes, so NaN payloads must survive
+ * bit-exact.  The sizes are chosen for the kernels' edges: dst rows a
+ * multiple of 1 KiB apart (the strips) and not, tiles thinner than 16 (the
+ * AVX-512 tile hands them to the AVX2 one) and than 8, strips whose last
+ * one is short, and ragged 16x16 blocks.  Registered once per PYLAYOUT_SIMD
+ * path in tests/c/meson.build; runs at 1 and 2 threads.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pylayout.h>
+
+#include "check_util.h"
+
+#define GUARD 256
+#define SENTINEL 0xA5
+
+typedef struct {
+    int64_t rows, cols; /* of src; dst is cols x rows */
+    int64_t sp, dp;     /* src and dst row strides in elements (0: dense) */
+} tcase2;
+
+/* The index of the first of n bytes at p that is not SENTINEL, or n. */
+static size_t first_written(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && p[i] == SENTINEL)
+        i++;
+    return i;
+}
+
+/* Runs one transpose with src at byte offset soff and dst at doff from
+ * 64-byte aligned buffers, and checks dst and every byte around it. */
+static void run_one(const tcase2 *c, size_t soff, size_t doff, unsigned seed)
+{
+    const int64_t R = c->rows, C = c->cols;
+    const int64_t sp = c->sp ? c->sp : C, dp = c->dp ? c->dp : R;
+    const size_t sbytes = (size_t)(R * sp) * 4 + soff, dspan = (size_t)((C - 1) * dp + R) * 4;
+    const size_t dtotal = (GUARD + doff + dspan + GUARD + 63) / 64 * 64;
+    unsigned char *sbuf = aligned_alloc(64, (sbytes + 63) / 64 * 64);
+    unsigned char *dbuf = aligned_alloc(64, dtotal);
+    ck_assert_ptr_nonnull(sbuf);
+    ck_assert_ptr_nonnull(dbuf);
+    for (size_t i = 0; i < sbytes; i++)
+        sbuf[i] = (unsigned char)test_rand(&seed, 256);
+    memset(dbuf, SENTINEL, dtotal);
+
+    const int64_t shape[2] = {C, R}, sstr[2] = {1, sp}, dstr[2] = {dp, 1};
+    const DLDataType f32 = {kDLFloat, 32, 1};
+    DLTensor s = dl_make(sbuf, 2, shape, sstr, f32, soff);
+    DLTensor d = dl_make(dbuf, 2, shape, dstr, f32, GUARD + doff);
+    ck_assert_int_eq(pylayout_copy(&s, &d), PYLAYOUT_OK);
+
+    const unsigned char *src = sbuf + soff, *dst = dbuf + GUARD + doff;
+    size_t at = first_written(dbuf, GUARD + doff);
+    ck_assert_msg(at == GUARD + doff, "byte %zu before dst written", GUARD + doff - at);
+    at = first_written(dst + dspan, dtotal - (GUARD + doff + dspan));
+    ck_assert_msg(at == dtotal - (GUARD + doff + dspan), "byte %zu after dst written", at);
+    for (int64_t j = 0; j < C; j++) {
+        const unsigned char *row = dst + j * dp * 4;
+        for (int64_t i = 0; i < R; i++)
+            if (memcmp(row + i * 4, src + (i * sp + j) * 4, 4) != 0)
+                ck_abort_msg("%lld x %lld (sp %lld, dp %lld, soff %zu, doff %zu): dst[%lld][%lld] differs",
+                             (long long)R, (long long)C, (long long)sp, (long long)dp, soff, doff, (long long)j,
+                             (long long)i);
+        if (j + 1 < C) {
+            const size_t pad = (size_t)(dp - R) * 4;
+            ck_assert_msg(first_written(row + R * 4, pad) == pad, "padding after dst row %lld written",
+                          (long long)j);
+        }
+    }
+    free(sbuf);
+    free(dbuf);
+}
+
+typedef struct {
+    const tcase2 *cases;
+    int ncases;
+    const size_t *offsets; /* pairs of (src, dst) byte offsets */
+    int noffsets;
+} case_set;
+
+static void run_set(int threads, void *ctx)
+{
+    const case_set *set = ctx;
+    for (int i = 0; i < set->ncases; i++)
+        for (int o = 0; o < set->noffsets; o++)
+            run_one(&set->cases[i], set->offsets[2 * o], set->offsets[2 * o + 1],
+                    (unsigned)(i * 977 + o * 13 + threads));
+}
+
+/* Both on lines; both 16 bytes off (NumPy's small arrays); different
+ * element offsets; dst off by bytes (no whole elements). */
+static const size_t offsets[] = {0, 0, 16, 16, 4, 60, 48, 12, 0, 3};
+#define NOFFSETS 5
+
+/* Square transposes from 16 to 512 elements: powers of two (dst rows a
+ * multiple of 1 KiB apart from 256 on: the strips), their neighbours, and
+ * sizes that leave every ragged 16x16 and 8x8 block. */
+START_TEST(test_square)
+{
+    static const int64_t ns[] = {16, 17, 31, 32, 33, 47, 63, 64, 65, 96, 127, 128, 129, 200, 255, 256, 257, 362, 512};
+    tcase2 cases[sizeof ns / sizeof ns[0]];
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+        cases[k] = (tcase2){ns[k], ns[k], 0, 0};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offsets, NOFFSETS};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* Dst rows 1, 2, 3 and 4 KiB apart (strips of 32, 16, 32 and 8 rows) with
+ * C cut so the last 64-row tile is 1 .. 63 rows: a single strip, a short
+ * last strip joining the one before, exactly two; and thin tiles along i
+ * (R < 16 and < 8) with the same dst rows, padded. */
+START_TEST(test_strips)
+{
+    const tcase2 cases[] = {
+        {256, 65, 0, 0},   {256, 79, 0, 0},  {256, 80, 0, 0},   {256, 95, 0, 0},  {256, 96, 0, 0},
+        {256, 97, 0, 0},   {256, 127, 0, 0}, {512, 100, 0, 0},  {512, 33, 0, 0},  {256, 20, 0, 0},
+        {12, 300, 0, 256}, {7, 200, 0, 256}, {15, 70, 0, 512},  {16, 70, 0, 256}, {40, 130, 0, 256},
+        {100, 64, 128, 256}, {1024, 70, 0, 0}, {1024, 17, 0, 0}, {40, 130, 0, 1024}, {300, 90, 0, 768},
+        {512, 47, 0, 0},
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offsets, NOFFSETS};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* Rectangles and padded rows that are not powers of two (whole tiles, no
+ * strips on the AVX2 and SSE2 paths), and src rows a power of two apart
+ * (4 KiB multiples: the AVX-512 tile hands those to the AVX2 one). */
+START_TEST(test_rect)
+{
+    const tcase2 cases[] = {
+        {300, 70, 0, 0},    {70, 300, 0, 0},  {129, 257, 0, 0},  {33, 1000, 0, 0}, {1000, 33, 0, 0},
+        {200, 200, 512, 0}, {96, 96, 100, 99}, {100, 1024, 0, 0}, {97, 2048, 0, 0}, {40, 64, 1024, 0},
+        {130, 512, 0, 0},
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offsets, NOFFSETS};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* Copies of 1 MiB and more (under the 4 MiB streaming threshold), which
+ * may run on 2 threads: chunks of whole tiles, each its own strips. */
+START_TEST(test_parallel)
+{
+    const tcase2 cases[] = {{512, 512, 0, 0}, {724, 362, 0, 0}, {1024, 300, 0, 0}};
+    static const size_t offs[] = {16, 16, 0, 4};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 2};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+static Suite *incache_suite(void)
+{
+    const tcase_spec cases[] = {
+        TCASE("f32", TEST(test_square), TEST(test_strips), TEST(test_rect), TEST(test_parallel)),
+    };
+    return SUITE_OF("incache", cases, 300);
+}
+
+int main(void)
+{
+    const char *simd = "?";
+    bool openmp = false;
+    pylayout_build_info(&openmp, &simd);
+    printf("check_incache: simd=%s openmp=%d\n", simd, (int)openmp);
+    return run_suite(incache_suite());
+}

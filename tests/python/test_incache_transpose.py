@@ -1,0 +1,110 @@
+"""2-D float32 transposes that fit in cache, bit-exact against NumPy and torch.
+
+The cached 4-byte tiles (AVX-512 16x16 blocks, AVX2 8x8, SSE2 4x4, in strips
+of 32 dst rows where dst rows are a multiple of 1 KiB apart) on every SIMD
+path, at 1 and 2 threads: square sizes around the powers of two, rectangles
+with thin tiles, sources that are views off their cache lines (sliced out of
+a larger array, rows padded), and destinations a few bytes into a larger
+buffer whose other bytes must stay untouched.  Each path runs in its own
+interpreter with PYLAYOUT_SIMD set (the path is chosen once, at import); a
+path this CPU lacks runs the best one it has, which the child reports.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PATHS = ["scalar", "sse2", "avx2", "avx512"]
+CHILD_TIMEOUT = 600
+
+# Runs in the child with `pl` and `oracle` ("numpy" or "torch") defined.
+CHECKS = r"""
+import numpy as np
+
+SENT = 0xA5
+
+def source(rows, cols, pad, off, seed):
+    # rows x cols float32 view, rows (cols + pad) elements apart, starting
+    # off bytes into its buffer; random bytes, so NaN payloads come through
+    rng = np.random.default_rng(seed)
+    n = rows * (cols + pad) * 4 + off + 64
+    raw = rng.integers(0, 256, n, dtype=np.uint8)
+    lo = (-raw.ctypes.data) % 64 + off
+    full = raw[lo:lo + rows * (cols + pad) * 4].view(np.float32).reshape(rows, cols + pad)
+    return full[:, :cols]
+
+def as_bytes(x):
+    if oracle == "torch":
+        x = x.numpy()
+    return np.ascontiguousarray(x).view(np.uint8).tobytes()
+
+def check(a, dst_off):
+    want = np.ascontiguousarray(a.T)
+    view = a.T if oracle == "numpy" else torch.from_numpy(a).T
+    got = pl.contiguous(view)
+    assert as_bytes(got) == want.view(np.uint8).tobytes(), ("contiguous", a.shape)
+    nbytes = a.size * 4
+    raw = np.full(nbytes + dst_off + 192, SENT, np.uint8)
+    lo = (-raw.ctypes.data) % 64 + dst_off
+    region = raw[lo:lo + nbytes].view(np.float32).reshape(want.shape)
+    dst = region if oracle == "numpy" else torch.from_numpy(region)
+    pl.copy_into(dst, view)
+    assert raw[lo:lo + nbytes].tobytes() == want.view(np.uint8).tobytes(), ("copy_into", a.shape, dst_off)
+    assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + nbytes:] != SENT), "guard bytes written"
+
+def run():
+    cases = [(n, n, 0) for n in (16, 33, 64, 96, 127, 128, 200, 255, 256, 257, 362, 511, 512)]
+    cases += [(256, 79, 0), (256, 97, 0), (512, 100, 0), (512, 47, 0), (1024, 70, 0), (768, 90, 0),
+              (12, 300, 0), (15, 256, 0), (300, 70, 0), (70, 300, 0), (200, 200, 56), (256, 256, 256),
+              (724, 362, 0), (100, 1024, 0), (97, 2048, 0), (40, 64, 960)]
+    for threads in (1, 2):
+        pl.set_num_threads(threads)
+        for i, (rows, cols, pad) in enumerate(cases):
+            for soff, doff in ((0, 0), (16, 16), (4, 60), (48, 12)):
+                check(source(rows, cols, pad, soff, i), doff)
+    print("simd=" + pl.info()["simd"], "cases", len(cases))
+
+run()
+"""
+
+
+def run_child(path: str, oracle: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYLAYOUT_SIMD"] = path
+    head = f"import pylayout as pl\noracle = {oracle!r}\n"
+    if oracle == "torch":
+        head += "import torch\n"
+    try:
+        proc = subprocess.run([sys.executable, "-c", head + textwrap.dedent(CHECKS)], capture_output=True,
+                              text=True, timeout=CHILD_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the child hung (killed after {CHILD_TIMEOUT} s)")
+    assert proc.returncode == 0, (f"PYLAYOUT_SIMD={path} {oracle}: the child exited {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def expected_path(path: str) -> str:
+    """The path a child asked for `path` runs: that one, or the best this CPU has."""
+    import pylayout as pl
+    best = pl.info()["simd"]
+    if best not in PATHS:
+        return "scalar" if path == "scalar" else best
+    return path if PATHS.index(path) <= PATHS.index(best) else best
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_incache_match_numpy(np, path):
+    out = run_child(path, "numpy")
+    assert f"simd={expected_path(path)} " in out, out
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_incache_match_torch(np, torch, path):
+    out = run_child(path, "torch")
+    assert f"simd={expected_path(path)} " in out, out

@@ -1,0 +1,94 @@
+/*
+ * bench_incache.c - times float32 2-D transposes that fit in cache
+ * (64 KiB - 2 MiB) against memcpy of the same bytes, the kernel alone: no
+ * Python.  Each figure is the best, over `rounds` batches, of the mean time
+ * per call in a batch of calls on the same buffers (as pylayout/_bench.py
+ * does through Python); both buffers sit 16 bytes past a line, as NumPy's
+ * small arrays do.  A benchmark, not a test.
+ *
+ *   build/tools/bench_incache [rounds] [threads]          the default shapes
+ *   build/tools/bench_incache [rounds] [threads] R C ...  R x C sources
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <pylayout.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *xalloc(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, n) != 0) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", n);
+        exit(1);
+    }
+    memset(p, 1, n);
+    return p;
+}
+
+/* The src of R x C, transposed into a dense C x R dst. */
+static void bench(int64_t R, int64_t C, int rounds)
+{
+    const size_t bytes = (size_t)(R * C) * 4;
+    char *a = xalloc(bytes + 64), *b = xalloc(bytes + 64);
+    int64_t shape[2] = {C, R}, sstr[2] = {1, C};
+    DLDataType f32 = {kDLFloat, 32, 1};
+    DLTensor src = {a, {kDLCPU, 0}, 2, f32, shape, sstr, 16};
+    DLTensor dst = {b, {kDLCPU, 0}, 2, f32, shape, NULL, 16};
+    const int reps = (int)(20000000 / bytes) + 10;
+    double tp = 1e30, tm = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (int k = 0; k < reps; k++)
+            if (pylayout_copy(&src, &dst) != PYLAYOUT_OK) {
+                fprintf(stderr, "pylayout_copy: %s\n", pylayout_last_error());
+                exit(1);
+            }
+        double t = (now() - t0) / reps;
+        tp = t < tp ? t : tp;
+        t0 = now();
+        for (int k = 0; k < reps; k++) {
+            memcpy(b + 16, a + 16, bytes);
+            __asm__ __volatile__("" : : "r"(b) : "memory");
+        }
+        t = (now() - t0) / reps;
+        tm = t < tm ? t : tm;
+    }
+    printf("%5lld x %-5lld %7.0f KiB  pylayout %8.2f us %6.1f GB/s  memcpy %7.2f us  ratio %.2f\n", (long long)R,
+           (long long)C, bytes / 1024.0, tp * 1e6, bytes / tp / 1e9, tm * 1e6, tm / tp);
+    free(a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    const int rounds = argc > 1 ? atoi(argv[1]) : 7;
+    const int threads = argc > 2 ? atoi(argv[2]) : 1;
+    bool openmp = false;
+    const char *simd = "?";
+    pylayout_build_info(&openmp, &simd);
+    pylayout_set_num_threads(threads);
+    printf("pylayout %s: simd=%s threads=%d, best of %d batches\n", PYLAYOUT_VERSION_STRING, simd, threads,
+           rounds < 1 ? 1 : rounds);
+    if (argc > 4) {
+        for (int k = 3; k + 1 < argc; k += 2)
+            bench(atoll(argv[k]), atoll(argv[k + 1]), rounds < 1 ? 1 : rounds);
+        return 0;
+    }
+    static const int64_t shapes[][2] = {{128, 128}, {256, 256}, {362, 362}, {512, 512}, {724, 724},
+                                        {1024, 128}, {512, 200}, {300, 300}, {96, 1000}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
+        bench(shapes[k][0], shapes[k][1], rounds < 1 ? 1 : rounds);
+    return 0;
+}
