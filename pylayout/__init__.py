@@ -313,6 +313,13 @@ def copy_into(dst: "_DLPackT", src: "SupportsDLPack") -> "_DLPackT":
     >>> float(out.sum())
     6.0
     """
+    hooks = _torch_hooks  # the common call in one C call, as in contiguous
+    if hooks is None and "torch" in _modules:
+        hooks = _hooks()
+    if hooks is None or not (isinstance(dst, hooks[0]) or isinstance(src, hooks[0])) or not hooks[1]():
+        result = _core.copy_into_or_route(dst, src)
+        if result is not NotImplemented:
+            return result
     _refuse_tangents("copy_into", dst, src)
     route = _autograd(dst, src)
     if route:  # off the CPU: torch copies; on it, pylayout.torch calls the C copy

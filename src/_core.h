@@ -261,6 +261,7 @@ PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds);
+PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x);
 PyObject *_plext_mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds);

@@ -309,22 +309,42 @@ done:
     return res;
 }
 
-PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
+/* copy_into and its fast path: with may_route, NotImplemented (before any
+ * memory is read) when either operand is a torch tensor that pylayout.torch
+ * must handle (operand_route) or lives off the CPU. */
+static PyObject *copy_into(PyObject *module, PyObject *dst_obj, PyObject *src_obj, bool may_route)
 {
-    static char *kwlist[] = {"dst", "src", NULL};
-    PyObject *dst_obj, *src_obj, *res = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_into", kwlist, &dst_obj, &src_obj))
-        return NULL;
+    PyObject *res = NULL;
     core_state *state = get_state(module);
     operand dst, src; /* not zero-filled: operand_take sets what is read */
     dst.held = NULL; src.held = NULL;
     /* Phase 1: every operand's Python-level work, dst's included. */
-    if (_plext_operand_take(state, dst_obj, &dst) < 0 || _plext_operand_take(state, src_obj, &src) < 0 ||
-        _plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0)
+    if (_plext_operand_take(state, dst_obj, &dst) < 0 || _plext_operand_take(state, src_obj, &src) < 0)
+        goto done;
+    if (may_route) {
+        int r = _plext_operand_route(&dst);
+        if (r == 0)
+            r = _plext_operand_route(&src);
+        if (r != 0) {
+            res = r > 0 ? Py_NewRef(Py_NotImplemented) : NULL;
+            goto done;
+        }
+    }
+    if (_plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0)
         goto done;
     /* Phase 2: the memory, read now and used before any Python runs. */
-    if (_plext_operand_memory(&dst, true) < 0 || _plext_operand_memory(&src, true) < 0)
+    if (_plext_operand_memory(&dst, true) < 0 || _plext_operand_memory(&src, true) < 0) {
+        if (may_route && (dst.is_torch || src.is_torch)) { /* meta, sparse: the full path says why */
+            PyErr_Clear();
+            res = Py_NewRef(Py_NotImplemented);
+        }
         goto done;
+    }
+    if (may_route && ((dst.is_torch && dst.dl->device.device_type != kDLCPU) ||
+                      (src.is_torch && src.dl->device.device_type != kDLCPU))) {
+        res = Py_NewRef(Py_NotImplemented); /* torch copies there */
+        goto done;
+    }
     if (dst.flags & PYLAYOUT_FLAG_READ_ONLY) {
         PyErr_SetString(PyExc_ValueError, "dst is read-only: its producer did not hand it over for writing");
         goto done;
@@ -334,9 +354,13 @@ PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
     pylayout_status st;
     const DLTensor *s = src.dl;
     DLTensor *d = (DLTensor *)dst.dl;
-    Py_BEGIN_ALLOW_THREADS
-    st = pylayout_copy(s, d);
-    Py_END_ALLOW_THREADS
+    if (_plext_is_small(s)) { /* keeping the GIL is cheaper than the two switches */
+        st = pylayout_copy(s, d);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        st = pylayout_copy(s, d);
+        Py_END_ALLOW_THREADS
+    }
     if (st != PYLAYOUT_OK) {
         _plext_raise_status(st);
         goto done;
@@ -348,6 +372,27 @@ done:
     _plext_operand_release(&src);
     _plext_operand_release(&dst);
     return res;
+}
+
+PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"dst", "src", NULL};
+    PyObject *dst_obj, *src_obj;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_into", kwlist, &dst_obj, &src_obj))
+        return NULL;
+    return copy_into(module, dst_obj, src_obj, false);
+}
+
+/* pylayout.copy_into's fast path: _core.copy_into(dst, src), or
+ * NotImplemented for torch operands that pylayout.torch handles (autograd,
+ * forward AD, functorch, off the CPU), decided before any memory is read. */
+PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "copy_into_or_route takes 2 positional arguments (%zd given)", nargs);
+        return NULL;
+    }
+    return copy_into(module, args[0], args[1], true);
 }
 
 /* The strides of x with its size-1 dims' strides canonical

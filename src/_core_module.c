@@ -156,6 +156,17 @@ PyDoc_STRVAR(convert_or_route_doc,
 ">>> pl._core.convert_or_route(pl.from_dlpack(np.zeros((2, 3)).T), 'contiguous').strides\n"
 "(2, 1)");
 
+PyDoc_STRVAR(copy_into_or_route_doc,
+"copy_into_or_route($module, dst, src, /)\n--\n\n"
+"pylayout.copy_into's fast path: copy_into(dst, src), or NotImplemented\n"
+"(before any memory is read) when either is a torch tensor that\n"
+"pylayout.torch must handle: it requires grad, a forward-mode AD level is\n"
+"active, it is a functorch wrapper, or it lives off the CPU.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> out = np.zeros((3, 2))\n"
+">>> pl._core.copy_into_or_route(out.T, np.ones((2, 3))) is not NotImplemented, float(out.sum())\n"
+"(True, 6.0)");
+
 PyDoc_STRVAR(contiguous_doc,
 "contiguous($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
 "The C half of pylayout.contiguous (which see): x itself when already in\n"
@@ -310,6 +321,8 @@ static PyMethodDef module_methods[] = {
     {"is_dense", _plext_mod_is_dense, METH_O, is_dense_doc},
     KW_METHOD(empty, _plext_mod_empty),
     KW_METHOD(contiguous, _plext_mod_convert),
+    {"copy_into_or_route", (PyCFunction)(void (*)(void))_plext_mod_copy_into_or_route, METH_FASTCALL,
+     copy_into_or_route_doc},
     {"convert_or_route", (PyCFunction)(void (*)(void))_plext_mod_convert_or_route, METH_FASTCALL, convert_or_route_doc},
     KW_METHOD(to_order, _plext_mod_to_order),
     KW_METHOD(copy_into, _plext_mod_copy_into),

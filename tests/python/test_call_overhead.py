@@ -191,3 +191,27 @@ def test_small_outputs_reused_are_never_shared():
     for k, o in enumerate(outs):
         assert np.array_equal(o, a + k)
     assert len({o.ctypes.data for o in outs}) == len(outs)
+
+
+def test_copy_into_fast_path_copies_bumps_and_routes():
+    src = torch.randn(16, 16).t()
+    dst = torch.empty(16, 16)
+    v = dst._version
+    assert _core.copy_into_or_route(dst, src) is dst
+    assert torch.equal(dst, src) and dst._version > v  # rule 3 on the fast path
+    a = np.zeros((16, 16), np.float32)
+    assert _core.copy_into_or_route(a, src.numpy()) is a and np.array_equal(a, src.numpy())
+    assert _core.copy_into_or_route(dst.clone().requires_grad_(), src) is NotImplemented
+    assert _core.copy_into_or_route(dst, src.clone().requires_grad_()) is NotImplemented
+    assert _core.copy_into_or_route(torch.empty(16, 16, device="meta"), src) is NotImplemented
+    import torch.autograd.forward_ad as fwad
+    with fwad.dual_level():
+        assert _core.copy_into_or_route(dst, src) is NotImplemented
+        with pytest.raises(TypeError, match="tangent"):  # the full path still refuses tangents
+            pl.copy_into(dst, fwad.make_dual(src, torch.ones(16, 16)))
+    ro = np.zeros((4, 4))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        _core.copy_into_or_route(ro, np.ones((4, 4)))
+    with pytest.raises(TypeError, match="2 positional"):
+        _core.copy_into_or_route(dst)
