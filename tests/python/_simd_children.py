@@ -1,0 +1,44 @@
+"""Runs a differential check script in a child process per SIMD path.
+
+PYLAYOUT_SIMD is read once, when the kernel table is chosen, so each path
+needs its own process.  The script gets `pl` (pylayout) and `oracle`
+("numpy" or "torch", with torch imported for the latter) and prints
+"simd=<path> " once done: expected_path says which path that must be."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PATHS = ["scalar", "sse2", "avx2", "avx512"]
+
+
+def run_child(checks: str, path: str, oracle: str, timeout: float) -> str:
+    """stdout of `checks` run under PYLAYOUT_SIMD=path; fails the test if it
+    exits non-zero or runs past `timeout` seconds."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env["PYLAYOUT_SIMD"] = path
+    head = f"import pylayout as pl\noracle = {oracle!r}\n"
+    if oracle == "torch":
+        head += "import torch\n"
+    try:
+        proc = subprocess.run([sys.executable, "-c", head + textwrap.dedent(checks)], capture_output=True,
+                              text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the child hung (killed after {timeout} s)")
+    assert proc.returncode == 0, (f"PYLAYOUT_SIMD={path} {oracle}: the child exited {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def expected_path(path: str) -> str:
+    """The path a child asked for `path` runs: that one, or the best this CPU has."""
+    import pylayout as pl
+    best = pl.info()["simd"]
+    if best not in PATHS:
+        return "scalar" if path == "scalar" else best
+    return path if PATHS.index(path) <= PATHS.index(best) else best
