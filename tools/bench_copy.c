@@ -24,23 +24,11 @@
 
 #include <pylayout.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
-static void *xalloc(size_t n)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 64, n) != 0) {
-        fprintf(stderr, "out of memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    memset(p, 1, n); /* fault the pages in before timing */
-    return p;
-}
+static double now(void) { return bench_now(); }
+
+static void *xalloc(size_t n) { return bench_alloc(n, 64); }
 
 static void par_memcpy(void *dst, const void *src, size_t n, int threads)
 {

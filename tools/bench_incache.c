@@ -19,23 +19,11 @@
 
 #include <pylayout.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
-static void *xalloc(size_t n)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, n) != 0) {
-        fprintf(stderr, "out of memory (%zu bytes)\n", n);
-        exit(1);
-    }
-    memset(p, 1, n);
-    return p;
-}
+static double now(void) { return bench_now(); }
+
+static void *xalloc(size_t n) { return bench_alloc(n, 4096); }
 
 /* The src of R x C, transposed into a dense C x R dst. */
 static void bench(int64_t R, int64_t C, int rounds)
