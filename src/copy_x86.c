@@ -11,6 +11,7 @@
  * shuffles are bit-exact (no arithmetic), so float loads are fine for any data.
  */
 #include "kernels.h"
+#include "tile_bytes_x86.h"
 
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
 
@@ -556,107 +557,23 @@ PL_DEFINE_STREAM_COPY(pl_stream_copy_avx512, PL_AVX512, __m512i, pl_loadu_si512,
 
 /* ---- 1-byte transposes on 64-byte vectors ----
  *
- * Four 16x16 byte blocks stacked along i (src rows s + (16q + k) * ssa,
- * q < 4), one per 128-bit lane: the in-lane unpack network of
- * pl_t16x16_epi8 then leaves o[k] = column k of all 64 rows, i.e. one whole
- * 64-byte line of dst row k.  Per 1 KiB: 48 lane inserts and 64 unpacks,
- * against 32 + 128 for the AVX2 pair kernel. */
-PL_AVX512 static inline __m512i pl_rows4_epi8(const char *s, int64_t ssa)
-{
-    __m512i r = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(const void *)s));
-    r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * ssa)), 1);
-    r = _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(const void *)(s + 32 * ssa)), 2);
-    return _mm512_inserti32x4(r, _mm_loadu_si128((const __m128i *)(const void *)(s + 48 * ssa)), 3);
-}
-
-PL_AVX512 static inline void pl_t16x16x4_epi8(const char *s, int64_t ssa, __m512i o[16])
-{
-    __m512i r[16], a[16], b[16], c[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++)
-        r[k] = pl_rows4_epi8(s + k * ssa, ssa);
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++) {
-        a[2 * k] = _mm512_unpacklo_epi8(r[2 * k], r[2 * k + 1]);
-        a[2 * k + 1] = _mm512_unpackhi_epi8(r[2 * k], r[2 * k + 1]);
-    }
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {
-        b[4 * k + 0] = _mm512_unpacklo_epi16(a[4 * k], a[4 * k + 2]);
-        b[4 * k + 1] = _mm512_unpackhi_epi16(a[4 * k], a[4 * k + 2]);
-        b[4 * k + 2] = _mm512_unpacklo_epi16(a[4 * k + 1], a[4 * k + 3]);
-        b[4 * k + 3] = _mm512_unpackhi_epi16(a[4 * k + 1], a[4 * k + 3]);
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; h++) {
-#pragma GCC unroll 4
-        for (int m = 0; m < 4; m++) {
-            c[8 * h + 2 * m] = _mm512_unpacklo_epi32(b[8 * h + m], b[8 * h + 4 + m]);
-            c[8 * h + 2 * m + 1] = _mm512_unpackhi_epi32(b[8 * h + m], b[8 * h + 4 + m]);
-        }
-    }
-#pragma GCC unroll 8
-    for (int q = 0; q < 8; q++) {
-        o[2 * q] = _mm512_unpacklo_epi64(c[q], c[8 + q]);
-        o[2 * q + 1] = _mm512_unpackhi_epi64(c[q], c[8 + q]);
-    }
-}
-
-/* Columns [0, n) (n a multiple of 16) of RUN = 256 src rows to dst: every
- * dst row gets 256 contiguous bytes, four whole lines, streamed back to
- * back across 16 rows.  Measured with write-only streaming stores on the
- * 2-core dev VM (8192-byte dst rows): 64-byte runs per row 4-10 GB/s,
- * 128-byte 10-26, 256-byte 44 (sequential memcpy 9-21). */
-PL_AVX512 static inline void pl_stream_runs1_avx512(const char *s, int64_t ssa, char *d, int64_t dsb, int64_t n)
-{
-    for (int64_t j = 0; j < n; j += 16)
-        for (int q = 0; q < 4; q++) {
-            __m512i o[16];
-            pl_t16x16x4_epi8(s + 64 * q * ssa + j, ssa, o);
-#pragma GCC unroll 16
-            for (int k = 0; k < 16; k++)
-                _mm512_stream_si512((void *)(d + (j + k) * dsb + 64 * q), o[k]);
-        }
-}
-
-/* The 1-byte streaming tile (see PL_DEFINE_STREAM_TILE) on blocks of 256
- * src rows (plan.c gives it tiles 256 bytes along i).  Reading 16 bytes of
- * 256 rows per step leaves the hardware prefetchers behind (load-only
- * test: 3.5-6 GB/s against 35 for a sequential read), so each 256 x 128
- * block is first copied row by row into an L1 buffer, with software
- * prefetches a few rows ahead, and transposed from there.  Measured on
- * 8192x8192 uint8, 1 thread, same run (medians of 7, noisy VM): 2.6-3.1
- * GB/s for one 64-byte line per row read straight from src, 3.3-4.7
- * staged. */
+ * The 1-byte streaming tile (see PL_DEFINE_STREAM_TILE): whole 256-row
+ * bands (plan.c gives it tiles 256 bytes along i) go to
+ * _pylayout_stile1_bands_avx512 (tile_bytes_x86.c: each src line read once
+ * with a 64-byte load, 256-byte dst runs; 8192x8192 uint8 in
+ * tools/bench_copy: 19.9-20.9 GB/s at 1 thread, 0.81-0.85 of memcpy,
+ * against 9.4-11 before), the last na % 256 rows to the line-at-a-time
+ * AVX2 kernel. */
 PL_AVX512 static void pl_stile1_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
                                        int64_t nb)
 {
-    enum { RUN = 256, W = 128, AHEAD = 8 };
     if ((((uintptr_t)dst) | (uintptr_t)dsb) & 63) {
         pl_tile1_avx2(src, ssa, dst, dsb, na, nb);
         return;
     }
-    const int64_t nar = na / RUN * RUN, nb16 = nb / 16 * 16;
-    _Alignas(64) char buf[RUN * W];
-    for (int64_t i = 0; i < nar; i += RUN) {
-        const char *s = src + i * ssa;
-        char *d = dst + i;
-        int64_t j0 = 0;
-        for (; j0 + W <= nb; j0 += W) {
-            for (int k = 0; k < RUN; k++) {
-                /* a prefetch never faults: past the tensor it is only wasted */
-                _mm_prefetch(s + (k + AHEAD) * ssa + j0, _MM_HINT_T0);
-                _mm_prefetch(s + (k + AHEAD) * ssa + j0 + 64, _MM_HINT_T0);
-                const char *r = s + k * ssa + j0;
-                _mm512_store_si512((void *)(buf + k * W), _mm512_loadu_si512(r));
-                _mm512_store_si512((void *)(buf + k * W + 64), _mm512_loadu_si512(r + 64));
-            }
-            pl_stream_runs1_avx512(buf, W, d + j0 * dsb, dsb, W);
-        }
-        pl_stream_runs1_avx512(s + j0, ssa, d + j0 * dsb, dsb, nb16 - j0);
-        if (nb16 < nb)
-            _pl_move2d_1(s + nb16, ssa, 1, d + nb16 * dsb, 1, dsb, RUN, nb - nb16);
-    }
+    const int64_t nbands = na / PL_BYTE_BAND, nar = nbands * PL_BYTE_BAND;
+    if (nbands > 0)
+        _pylayout_stile1_bands_avx512(src, ssa, dst, dsb, nbands, nb);
     if (nar < na)
         pl_stile1_avx2(src + nar * ssa, ssa, dst + nar, dsb, na - nar, nb);
 }

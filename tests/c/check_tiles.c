@@ -8,6 +8,13 @@
  * a byte offset off its cache lines (or on one) inside a buffer whose
  * guard bytes on both sides must come back untouched.  Registered once per
  * PYLAYOUT_SIMD path in tests/c/meson.build; runs at 1 and 2 threads.
+ *
+ * The AVX-512 1-byte streaming kernel (src/tile_bytes_x86.c) is also
+ * compiled into this test and called directly, where the CPU has AVX-512
+ * BW: pylayout_copy only ever hands it one 256-row band of at most 4096
+ * columns, and the direct calls reach what plans never do (several bands,
+ * the prefetch and the pipeline running from one band into the next, dst
+ * rows with gaps between them).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -19,6 +26,9 @@
 #include <pylayout.h>
 
 #include "check_util.h"
+
+/* The kernel itself, with its statics (a no-op off x86-64 GCC / clang). */
+#include "../../src/tile_bytes_x86.c"
 
 #define GUARD 192
 #define SENTINEL 0xA5
@@ -174,6 +184,102 @@ START_TEST(test_u8_streaming)
 }
 END_TEST
 
+/* Above PL_STREAM_MIN_BYTES with dst rows whole lines (rows a multiple of
+ * 64), so the AVX-512 path runs tile_bytes_x86.c on whole 256-row bands:
+ * columns past the last 64 (32 + 8, 36, 5, 7), a second 4096-column tile
+ * along b, 64 rows past the last band, src off its lines (with src rows a
+ * multiple of 64 bytes apart or not), and dst off its line by a few bytes
+ * (the split that streams the rest, whose first tile is then 48 or 61
+ * rows short of a band). */
+START_TEST(test_u8_streaming_bands)
+{
+    static const size_t offs[] = {0, 0, 1, 0, 17, 16, 5, 3};
+    const copy_case cases[] = {
+        transpose_case(1088, 4200, 1), /* 4 bands + 64 rows; tiles of 4096 + 104 columns */
+        transpose_case(2560, 1700, 1), /* 10 bands; 26 blocks + 32 + 4 columns */
+        transpose_case(1280, 3333, 1), /* 5 bands; 52 blocks + 5 columns */
+        transpose_case(4160, 1031, 1), /* 16 bands + 64 rows */
+        transpose_case(1024, 4160, 1), /* src rows whole lines apart: with soff, columns up to a line first */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+/* One direct call of _pylayout_stile1_bands_avx512: nbands * 256 rows of
+ * nb columns, src rows ssa bytes apart from soff bytes past a line, dst
+ * rows dsb apart (a multiple of 64, with a gap past each row's written
+ * bytes).  Every written byte against the source, every other byte of the
+ * dst buffer (gaps and guards) untouched. */
+static void run_bands(int64_t nbands, int64_t nb, int64_t ssa, size_t soff, int64_t dsb, unsigned seed)
+{
+    const int64_t rows = nbands * PL_BYTE_BAND;
+    const size_t sbytes = (size_t)(rows * ssa) + soff, dbytes = (size_t)(nb * dsb) + 2 * GUARD;
+    unsigned char *sbuf = aligned_alloc(64, (sbytes + 63) / 64 * 64);
+    unsigned char *dbuf = aligned_alloc(64, (dbytes + 63) / 64 * 64);
+    ck_assert_ptr_nonnull(sbuf);
+    ck_assert_ptr_nonnull(dbuf);
+    for (size_t i = 0; i < sbytes; i++)
+        sbuf[i] = (unsigned char)test_rand(&seed, 256);
+    memset(dbuf, SENTINEL, dbytes);
+    const unsigned char *src = sbuf + soff;
+    unsigned char *dst = dbuf + GUARD; /* GUARD is a multiple of 64 */
+    _pylayout_stile1_bands_avx512((const char *)src, ssa, (char *)dst, dsb, nbands, nb);
+    _mm_sfence();
+    for (int64_t j = 0; j < nb; j++) {
+        const unsigned char *d = dst + j * dsb;
+        for (int64_t i = 0; i < rows; i++)
+            if (d[i] != src[i * ssa + j])
+                ck_abort_msg("dst[%lld][%lld] differs (nbands %lld, nb %lld, ssa %lld, soff %zu, dsb %lld)",
+                             (long long)j, (long long)i, (long long)nbands, (long long)nb, (long long)ssa, soff,
+                             (long long)dsb);
+        for (int64_t i = rows; i < dsb; i++)
+            if (d[i] != SENTINEL)
+                ck_abort_msg("gap byte %lld of dst row %lld written", (long long)i, (long long)j);
+    }
+    for (size_t i = 0; i < GUARD; i++)
+        if (dbuf[i] != SENTINEL || dst[nb * dsb + (int64_t)i] != SENTINEL)
+            ck_abort_msg("guard byte %zu %s dst written", i, dbuf[i] != SENTINEL ? "before" : "after");
+    free(sbuf);
+    free(dbuf);
+}
+
+/* The kernel's edges, called directly: column counts below, at and past
+ * the 16- and 64-column steps (0 whole blocks, 1, 2: the pipeline's
+ * prologue and epilogue alone), several bands (the prefetch and the next
+ * block's staging crossing into the next band), src rows that are not
+ * whole lines or 8192 apart, dst rows with gaps. */
+START_TEST(test_u8_bands_direct)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) {
+        printf("test_u8_bands_direct: no AVX-512 BW on this CPU, skipped\n");
+        return;
+    }
+    static const int64_t nbs[] = {0, 1, 15, 16, 17, 63, 64, 65, 100, 127, 128, 129, 192, 200, 256, 320, 1000};
+    unsigned seed = 7;
+    for (int64_t nbands = 1; nbands <= 3; nbands++)
+        for (size_t k = 0; k < sizeof nbs / sizeof nbs[0]; k++) {
+            const int64_t nb = nbs[k];
+            run_bands(nbands, nb, nb + 3, 1, nbands * PL_BYTE_BAND, seed++);
+            run_bands(nbands, nb, nb < 64 ? 64 : nb, 0, nbands * PL_BYTE_BAND + 128, seed++);
+        }
+    /* power-of-two src rows (all in one L1 set), more bands than the
+     * pipeline's two buffers, a dst row per 8 KiB */
+    run_bands(5, 4096 + 48 + 5, 8192, 0, 8192, seed++);
+    run_bands(2, 4096, 8192, 13, 4096 + 512, seed++);
+    /* src rows a multiple of 64 bytes apart but off their lines (NumPy's
+     * 16 bytes): the columns up to the next line go first, then blocks;
+     * fewer columns than that */
+    run_bands(2, 1000, 1024, 16, 512 + 64, seed++);
+    run_bands(1, 30, 1024, 40, 256, seed++);
+    run_bands(3, 20, 192, 50, 768, seed++);
+    run_bands(1, 64 + 128 + 7, 256, 63, 256, seed++);
+}
+END_TEST
+#endif
+
 /* 4-byte permutes of the (27,28,28,28,28) by (2,3,1,4,0) kind: 27 x 28
  * tiles whose dst rows are 108 bytes, small and above the streaming
  * threshold, and 2-D float transposes of ragged sizes. */
@@ -245,7 +351,10 @@ END_TEST
 static Suite *tiles_suite(void)
 {
     const tcase_spec cases[] = {
-        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_medium), TEST(test_u8_streaming)),
+        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_medium), TEST(test_u8_streaming), TEST(test_u8_streaming_bands)),
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+        TCASE("u8-direct", TEST(test_u8_bands_direct)),
+#endif
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
         TCASE("f64", TEST(test_f64_streaming)),
     };

@@ -7,7 +7,9 @@ kernels), with ragged sizes, and into destinations off their cache lines (a
 view a few bytes into a larger buffer, whose other bytes must stay
 untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
 set: the path is chosen once, at import.  A path this CPU lacks runs the
-best one it has, which the child reports.
+best one it has, which the child reports.  uint8 sources above the
+threshold also start off their cache lines (1, 16 as NumPy's large arrays
+do, and 37 bytes past one).
 """
 from __future__ import annotations
 
@@ -27,11 +29,14 @@ import numpy as np
 
 SENT = 0xA5
 
-def source(shape, dtype, seed):
+def source(shape, dtype, seed, src_off=0):
     rng = np.random.default_rng(seed)
     n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    # random bytes: float payloads (NaNs included) must come back bit-exact
-    return rng.integers(0, 256, n, dtype=np.uint8).view(dtype).reshape(shape)
+    # random bytes: float payloads (NaNs included) must come back bit-exact;
+    # src_off: the source starts that many bytes past a cache line
+    raw = rng.integers(0, 256, n + 64 + src_off, dtype=np.uint8)
+    lo = (-raw.ctypes.data) % 64 + src_off
+    return raw[lo:lo + n].view(dtype).reshape(shape)
 
 def as_bytes(x):
     if oracle == "torch":
@@ -71,6 +76,10 @@ def run():
             cases.append((shape, dtype, None))
     # above PL_STREAM_MIN_BYTES (4 MiB), dst rows whole lines and not
     cases += [((2333, 2111), np.uint8, None), ((2304, 2304), np.uint8, None),
+              # uint8 with dst rows whole lines: the AVX-512 kernel of
+              # tile_bytes_x86.c on 256-row bands, with 64 rows past the
+              # last band, columns past the last 64, a second 4096-column tile
+              ((1088, 4200), np.uint8, None), ((2560, 1700), np.uint8, None), ((1280, 3333), np.uint8, None),
               ((1300, 1040), np.float32, None), ((1100, 1001), np.float32, None),
               ((700, 808), np.float64, None), ((800, 733), np.float64, None)]
     perm = (2, 3, 1, 4, 0)
@@ -83,6 +92,10 @@ def run():
             a = source(shape, dtype, i)
             for off in (0, 8, 16, 3):
                 check(a, p, off)
+            if dtype == np.uint8 and a.size >= 4 << 20:
+                # sources off their cache lines (rows not whole lines apart)
+                for src_off in (1, 16, 37):
+                    check(source(shape, dtype, i, src_off), p, 0)
     print("simd=" + pl.info()["simd"], "cases", len(cases))
 
 run()

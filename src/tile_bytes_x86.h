@@ -1,0 +1,24 @@
+/*
+ * tile_bytes_x86.h - the AVX-512 1-byte streaming transpose
+ * (tile_bytes_x86.c), which copy_x86.c's pl_stile1_avx512 calls for the
+ * rows of a tile that fill whole 256-row bands.  Not installed.
+ */
+#ifndef PYLAYOUT_TILE_BYTES_X86_H
+#define PYLAYOUT_TILE_BYTES_X86_H
+
+#include "kernels.h"
+
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+/* Src rows a band holds: each dst row gets this many contiguous bytes. */
+#define PL_BYTE_BAND 256
+
+/* The 1-byte tile transpose (see _pylayout_tile_fn) of the first
+ * nbands * PL_BYTE_BAND rows (i) and all nb columns (j):
+ *     dst[j * dsb + i] = src[i * ssa + j]
+ * with streaming stores: dst and dsb must be 64-byte aligned.  Needs
+ * AVX-512 F + BW.  The caller fences (see _pylayout_kernels.fence). */
+void _pylayout_stile1_bands_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t nbands,
+                                   int64_t nb);
+#endif
+
+#endif /* PYLAYOUT_TILE_BYTES_X86_H */
