@@ -324,12 +324,12 @@ def copy_cases(quick: bool) -> list[Case]:
     shp = (max(1, 64 // s), 3, 224, 224)
     cases.append(Case(f"NCHW->NHWC C=3 f32 {shp}", nchw(shp), to_nhwc, torch_to_nhwc, np_to_nhwc))
     cases.append(Case(f"NCHW->NHWC C=3 u8 {shp}",
-                      lambda: torch.randint(0, 256, shp, dtype=torch.uint8), to_nhwc, torch_to_nhwc, np_to_nhwc))
+                      lambda shp=shp: torch.randint(0, 256, shp, dtype=torch.uint8), to_nhwc, torch_to_nhwc, np_to_nhwc))
     # the DataLoader direction: decoded HWC uint8 images to a model's CHW, as
     # torch.from_numpy(hwc).permute(2, 0, 1).contiguous() does per image
     hwc = (shp[0], 224, 224, 3)
     cases.append(Case(f"NHWC->NCHW u8 C=3 {hwc} -> {shp}",
-                      lambda: torch.randint(0, 256, hwc, dtype=torch.uint8).permute(0, 3, 1, 2),
+                      lambda hwc=hwc: torch.randint(0, 256, hwc, dtype=torch.uint8).permute(0, 3, 1, 2),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 8 // s), 64, 32, 56, 56)
     cases.append(Case(f"NCDHW->channels_last_3d f32 {shp}", nchw(shp),
@@ -357,18 +357,18 @@ def copy_cases(quick: bool) -> list[Case]:
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     n = 8192 // s
     cases.append(Case(f"2-D transpose {n}x{n} uint8",
-                      lambda: torch.randint(0, 255, (n, n), dtype=torch.uint8).t(),
+                      lambda n=n: torch.randint(0, 255, (n, n), dtype=torch.uint8).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     cases.append(Case(f"2-D transpose {n}x{n} float16",
-                      lambda: torch.randn(n, n, dtype=torch.float16).t(),
+                      lambda n=n: torch.randn(n, n, dtype=torch.float16).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
-                      lambda: torch.randn(*shp)[..., ::2],
+                      lambda shp=shp: torch.randn(*shp)[..., ::2],
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     n = 4096 // s
     cases.append(Case(f"identity copy {n}x{n} f32 (memcpy path)",
-                      lambda: torch.randn(n, n), lambda x: pl.from_dlpack(x, copy=True),
+                      lambda n=n: torch.randn(n, n), lambda x: pl.from_dlpack(x, copy=True),
                       lambda x: x.clone(), np.copy))
     return cases
 

@@ -224,6 +224,31 @@ def test_bench_three_channel_rows():
     check_memcpy_rows(out, ["NCHW->NHWC C=3 f32", "NCHW->NHWC C=3 u8", "NHWC->NCHW u8 C=3"])
 
 
+def test_bench_rows_build_the_tensor_their_name_gives(torch):
+    """Each copy row's name states the shape it times.  A row's builder that
+    read a loop variable late timed another row's tensor (until issue 16's
+    third session the "8192x8192 uint8" row timed 4096x4096 and the "C=3 u8"
+    row a 64-channel image): every builder binds what it uses."""
+    from pylayout._bench import copy_cases
+
+    def tuples(name):
+        return [tuple(int(v) for v in m.split(",") if v.strip()) for m in re.findall(r"\(([\d, ]+)\)", name)]
+
+    for quick in (True, False):
+        for case in copy_cases(quick):
+            if not quick and "2-D transpose" not in case.name and "C=3" not in case.name:
+                continue  # full size: only the rows a builder bug hit, the rest are large
+            make = case.make
+            with torch.device("meta"):  # shapes only: nothing allocated
+                x = make()
+            dims = tuple(x.shape)
+            named = tuples(case.name)
+            ok = (dims in named or (len(dims) == 2 and f"{dims[0]}x{dims[1]}" in case.name)
+                  or any(sorted(t) == sorted(dims) for t in named)  # a permute names the shape it permutes
+                  or "::2" in case.name and dims[:-1] + (2 * dims[-1],) in named)
+            assert ok, f"{case.name!r} builds a tensor of shape {dims}"
+
+
 def test_bench_goal_rows_with_spread():
     out = bench("--quick", "--runs", "2", "--only", "complex no-view", "--only", "in-cache",
                 "--only", "permute 5-D", "--only", "uint8", "--only", "1 KB")
