@@ -13,14 +13,10 @@ do, and 37 bytes past one).
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
-PATHS = ["scalar", "sse2", "avx2", "avx512"]
+from _simd_children import PATHS, expected_path, run_child
+
 CHILD_TIMEOUT = 600
 
 # Runs in the child with `pl`, `lib` (numpy or torch) and `oracle` defined.
@@ -102,39 +98,13 @@ run()
 """
 
 
-def run_child(path: str, oracle: str) -> str:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    env["PYLAYOUT_SIMD"] = path
-    head = f"import pylayout as pl\noracle = {oracle!r}\n"
-    if oracle == "torch":
-        head += "import torch\n"
-    try:
-        proc = subprocess.run([sys.executable, "-c", head + textwrap.dedent(CHECKS)], capture_output=True,
-                              text=True, timeout=CHILD_TIMEOUT, env=env)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the child hung (killed after {CHILD_TIMEOUT} s)")
-    assert proc.returncode == 0, (f"PYLAYOUT_SIMD={path} {oracle}: the child exited {proc.returncode}\n"
-                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
-    return proc.stdout
-
-
-def expected_path(path: str) -> str:
-    """The path a child asked for `path` runs: that one, or the best this CPU has."""
-    import pylayout as pl
-    best = pl.info()["simd"]
-    if best not in PATHS:
-        return "scalar" if path == "scalar" else best
-    return path if PATHS.index(path) <= PATHS.index(best) else best
-
-
 @pytest.mark.parametrize("path", PATHS)
 def test_tiles_match_numpy(np, path):
-    out = run_child(path, "numpy")
+    out = run_child(CHECKS, path, "numpy", CHILD_TIMEOUT)
     assert f"simd={expected_path(path)} " in out, out
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_tiles_match_torch(np, torch, path):
-    out = run_child(path, "torch")
+    out = run_child(CHECKS, path, "torch", CHILD_TIMEOUT)
     assert f"simd={expected_path(path)} " in out, out
