@@ -116,7 +116,8 @@ typedef struct pl_plan {
     void (*fence)(void);                  /* set when a kernel above streams */
     _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
     _pylayout_unzip_fn unzip;             /* THIN, nb = P groups in src: planes along b of dst */
-    /* Last, and not zero-filled (1.6 KB: a fifth of a 1 KB copy's time):
+    /* Last, and not zero-filled: clearing these 1.6 KB (rep stos) was half
+     * of this driver's own time in a 1 KB copy (perf annotate).
      * pl_build_loops sets the first nloop entries, the only ones read. */
     int64_t count[PYLAYOUT_MAX_NDIM + 2]; /* iterations of each loop dim */
     int64_t sstep[PYLAYOUT_MAX_NDIM + 2]; /* byte steps per iteration */
