@@ -181,6 +181,28 @@ static PyObject *copy_like(core_state *state, operand *x, bool ready)
     return out ? _plext_export_like(state, x->obj, out) : NULL;
 }
 
+/* contiguous's decision for an operand already taken (its DLTensor known):
+ * x itself when it is in fmt (dense, for torch.preserve_format) and no
+ * copy is asked for, the refusal copy=False calls for, else the converted
+ * copy.  want_copy as _plext_parse_copy gives it; ready as convert_like. */
+static PyObject *convert_in_format(core_state *state, operand *x, pylayout_format fmt, int want_copy, bool ready)
+{
+    bool already = false; /* false for channels_last formats of the wrong rank */
+    pylayout_status st = fmt == FORMAT_PRESERVE ? pylayout_is_dense(x->dl, &already)
+                                                : pylayout_is_contiguous(x->dl, fmt, &already);
+    if (st != PYLAYOUT_OK)
+        return _plext_raise_status(st);
+    if (already && want_copy != 1)
+        return Py_NewRef(x->obj);
+    if (!already && want_copy == 0) {
+        PyErr_Format(PyExc_ValueError, "copy=False, but the tensor is not %s: converting it needs a copy",
+                     fmt == FORMAT_PRESERVE ? "dense" : format_name(fmt));
+        return NULL;
+    }
+    /* dense in its own stride order for preserve_format (copy_like) */
+    return fmt == FORMAT_PRESERVE ? copy_like(state, x, ready) : convert_like(state, x, fmt, NULL, 0, ready);
+}
+
 PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"x", "format", "memory_format", "copy", NULL};
@@ -196,24 +218,7 @@ PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
     x.held = NULL;
     if (!_plext_query_operand(state, x_obj, &x))
         goto done;
-    bool already = false; /* false for channels_last formats of the wrong rank */
-    pylayout_status st = PYLAYOUT_OK;
-    if (fmt == FORMAT_PRESERVE) { /* dense: kept as it is; else a copy in its stride order (copy_like) */
-        st = pylayout_is_dense(x.dl, &already);
-    } else {
-        st = pylayout_is_contiguous(x.dl, fmt, &already);
-    }
-    if (st != PYLAYOUT_OK)
-        _plext_raise_status(st);
-    else if (already && want_copy != 1)
-        res = Py_NewRef(x_obj);
-    else if (!already && want_copy == 0)
-        PyErr_Format(PyExc_ValueError, "copy=False, but the tensor is not %s: converting it needs a copy",
-                     fmt == FORMAT_PRESERVE ? "dense" : format_name(fmt));
-    else if (fmt == FORMAT_PRESERVE)
-        res = copy_like(state, &x, false);
-    else
-        res = convert_like(state, &x, fmt, NULL, 0, false);
+    res = convert_in_format(state, &x, fmt, want_copy, false);
 done:
     _plext_operand_release(&x);
     return res;
@@ -255,17 +260,7 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
         res = route > 0 ? Py_NewRef(Py_NotImplemented) : NULL;
         goto done;
     }
-    bool already = false;
-    pylayout_status st = fmt == FORMAT_PRESERVE ? pylayout_is_dense(x.dl, &already)
-                                                : pylayout_is_contiguous(x.dl, fmt, &already);
-    if (st != PYLAYOUT_OK)
-        _plext_raise_status(st);
-    else if (already)
-        res = Py_NewRef(args[0]);
-    else if (fmt == FORMAT_PRESERVE)
-        res = copy_like(state, &x, true);
-    else
-        res = convert_like(state, &x, fmt, NULL, 0, true);
+    res = convert_in_format(state, &x, fmt, -1, true);
 done:
     _plext_operand_release(&x);
     return res;
