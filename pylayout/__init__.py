@@ -83,6 +83,24 @@ FORMATS = ("contiguous", "channels_last", "channels_last_3d", "fortran")
 
 _torch_hooks: "tuple[_Any, ...] | None" = None
 _modules = _sys.modules  # looked up on every conversion
+# Types seen that are not torch tensors (NumPy's ndarray, pylayout.Tensor,
+# other producers): their calls go to the one-call C paths with no torch
+# test, which is a third of a 1 KB call.  Torch tensors never enter: whether
+# torch.compile is tracing is asked in Python, where it can see the answer.
+_plain: "dict[type, None]" = {}
+_PLAIN_MAX = 64
+
+
+def _not_torch(x) -> bool:
+    """Whether x is not a torch tensor; remembers its type in _plain if so."""
+    hooks = _torch_hooks
+    if hooks is None and "torch" in _modules:
+        hooks = _hooks()
+    if hooks is not None and isinstance(x, hooks[0]):
+        return False
+    if len(_plain) < _PLAIN_MAX:
+        _plain[type(x)] = None
+    return True
 
 
 def _hooks() -> "tuple[_Any, ...] | None":
@@ -250,10 +268,9 @@ def contiguous(
     True
     """
     if memory_format is None and copy is None:  # the common call, in one C call: see _core.convert_or_route
+        # torch.compile traces the route below: it must not reach the C call
         hooks = _torch_hooks
-        if hooks is None and "torch" in _modules:
-            hooks = _hooks()
-        if hooks is None or not isinstance(x, hooks[0]) or not hooks[1]():  # torch.compile traces the route below
+        if type(x) in _plain or (hooks is not None and isinstance(x, hooks[0]) and not hooks[1]()) or _not_torch(x):
             result = _core.convert_or_route(x, format)
             if result is not NotImplemented:
                 return result if type(result) is not Tensor or type(x) is Tensor else _like(x, result)
@@ -313,10 +330,9 @@ def copy_into(dst: "_DLPackT", src: "SupportsDLPack") -> "_DLPackT":
     >>> float(out.sum())
     6.0
     """
-    hooks = _torch_hooks  # the common call in one C call, as in contiguous
-    if hooks is None and "torch" in _modules:
-        hooks = _hooks()
-    if hooks is None or not (isinstance(dst, hooks[0]) or isinstance(src, hooks[0])) or not hooks[1]():
+    # the common call in one C call, as in contiguous
+    if (type(dst) in _plain or _not_torch(dst)) and (type(src) in _plain or _not_torch(src)) or \
+            not _torch_hooks[1]():  # type: ignore[index]  # set: _not_torch found a torch tensor
         result = _core.copy_into_or_route(dst, src)
         if result is not NotImplemented:
             return result

@@ -59,6 +59,10 @@ typedef struct {
     PyObject *forward_ad;        /* torch.autograd.forward_ad, once needed */
     PyObject *str_current_level; /* "_current_level" */
     PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */
+    PyTypeObject *ndarray_type;  /* numpy.ndarray, once one is seen (operands read through its buffer) */
+    PyObject *np_empty;          /* numpy.empty, once a dense ndarray result is made */
+    PyObject *str_dtype;         /* "dtype" */
+    PyObject *str_F;             /* "F", numpy.empty's Fortran order */
     producer_entry producers[PRODUCER_SLOTS];
 } core_state;
 
@@ -210,8 +214,10 @@ bool _plext_is_our_tensor(PyObject *obj);
 /* -------------------------------------------- _core_import.c: the boundary */
 
 /* One operand of an operation, taken in the order rule 1 asks for:
+ *   operand_init    before anything: an operand release may be given;
  *   operand_take    phase 1, Python: imports the producer (its __dlpack__,
- *                   or nothing yet for a torch tensor);
+ *                   its buffer for an exact numpy.ndarray, or nothing yet
+ *                   for a torch tensor);
  *   operand_guard   phase 1, Python: torch's guards, before data is read;
  *   operand_memory  phase 2, no Python: reads the DLTensor to use now;
  *   operand_written after the memory is done: rule 3;
@@ -227,9 +233,19 @@ typedef struct {
     uint64_t flags;
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */
+    Py_buffer view;                /* an exact ndarray's buffer export (view.obj set), held to release */
     int64_t dims[2 * PYLAYOUT_MAX_NDIM];
 } operand;
 
+/* Makes op safe to release before it is taken (not a zero fill: dims stay). */
+static inline void _plext_operand_init(operand *op)
+{
+    op->held = NULL;
+    op->view.obj = NULL;
+    op->dl = NULL;
+}
+
+bool _plext_is_ndarray(core_state *state, PyObject *obj);
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
 int _plext_operand_guard(operand *op);
 int _plext_operand_route(operand *op);

@@ -80,7 +80,7 @@ PyObject *_plext_mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
         return NULL;
     core_state *state = get_state(module);
     operand re, im, out; /* not zero-filled: operand_take sets what is read */
-    re.held = NULL; im.held = NULL; out.held = NULL;
+    _plext_operand_init(&re); _plext_operand_init(&im); _plext_operand_init(&out);
     bool has_out = out_obj != Py_None;
     pylayout_tensor *fresh = NULL;
     pylayout_status st;
@@ -174,7 +174,7 @@ static PyObject *unpack_views(core_state *state, PyObject *z_obj)
 static PyObject *unpack_copies(core_state *state, PyObject *z_obj)
 {
     operand z; /* not zero-filled: operand_take sets what is read */
-    z.held = NULL;
+    _plext_operand_init(&z);
     pylayout_tensor *re = NULL, *im = NULL;
     PyObject *res = NULL;
     pylayout_status st;

@@ -27,7 +27,9 @@
  *     no Python objects are made, no reference that could run a finaliser is
  *     dropped.  Holding torch's DLPack export does not keep its memory (the
  *     export shares the TensorImpl; set_() and resize_() swap the storage
- *     under it), so a torch pointer is always read late, never kept.
+ *     under it), so a torch pointer is always read late, never kept.  Every
+ *     other producer's export keeps its memory, an exact numpy.ndarray's
+ *     buffer export included (take_ndarray), so theirs are read in phase 1.
  *     Another *thread* mutating an operand during a copy is a data race, as
  *     it is for torch's own ops.
  *  2. A result that aliases a torch tensor's memory is a torch view of it:
@@ -380,11 +382,96 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
 
 /* ------------------------------------------------------------- operands */
 
+/* Whether obj is exactly a numpy.ndarray (no subclass), without importing
+ * numpy: its type is found by name once (a static type, as numpy's is; a
+ * class can take any name, but only C code makes a static type). */
+bool _plext_is_ndarray(core_state *state, PyObject *obj)
+{
+    PyTypeObject *tp = Py_TYPE(obj);
+    if (tp == state->ndarray_type)
+        return true;
+    if (state->ndarray_type || PyType_HasFeature(tp, Py_TPFLAGS_HEAPTYPE) || strcmp(tp->tp_name, "numpy.ndarray"))
+        return false;
+    state->ndarray_type = (PyTypeObject *)Py_NewRef(tp);
+    return true;
+}
+
+/* DLPack's type for a buffer's element format: the codes numpy gives its
+ * native-order numbers ('?', the C integer codes by their size, 'e', 'f',
+ * 'd', 'Zf', 'Zd').  False for every other format (byte-swapped, long
+ * double, records, strings). */
+static bool buffer_dtype(const char *f, Py_ssize_t itemsize, DLDataType *dt)
+{
+    if (!f || itemsize < 1 || itemsize > 16)
+        return false;
+    const uint8_t bits = (uint8_t)(itemsize * 8);
+    if (f[0] == 'Z' && (f[1] == 'f' || f[1] == 'd') && f[2] == '\0') {
+        *dt = (DLDataType){kDLComplex, bits, 1};
+        return itemsize == (f[1] == 'f' ? 8 : 16);
+    }
+    if (f[0] == '\0' || f[1] != '\0')
+        return false;
+    switch (f[0]) {
+    case '?': *dt = (DLDataType){kDLBool, 8, 1}; return itemsize == 1;
+    case 'b': case 'h': case 'i': case 'l': case 'q': *dt = (DLDataType){kDLInt, bits, 1}; return true;
+    case 'B': case 'H': case 'I': case 'L': case 'Q': *dt = (DLDataType){kDLUInt, bits, 1}; return true;
+    case 'e': *dt = (DLDataType){kDLFloat, 16, 1}; return itemsize == 2;
+    case 'f': *dt = (DLDataType){kDLFloat, 32, 1}; return itemsize == 4;
+    case 'd': *dt = (DLDataType){kDLFloat, 64, 1}; return itemsize == 8;
+    default: return false;
+    }
+}
+
+/* An exact numpy.ndarray is taken through its buffer export rather than its
+ * __dlpack__: the same memory, described the same way, without a capsule,
+ * a deleter or a Tensor object (at 1 KB the exchange was most of a call).
+ * The export keeps the memory as numpy's DLPack export does: the array is
+ * referenced and cannot be resized while exported (rule 1's "late" read is
+ * for torch, whose export does not keep its memory).  Returns 1 when
+ * taken, 0 when the array goes through __dlpack__ after all (a dtype or
+ * strides DLPack does not describe as a buffer does: that path answers or
+ * refuses it with its own words), -1 on error. */
+static int take_ndarray(operand *op)
+{
+    Py_buffer *v = &op->view;
+    if (PyObject_GetBuffer(op->obj, v, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear(); /* numpy exports no buffer of datetimes: __dlpack__ says what it thinks */
+        return 0;
+    }
+    DLTensor *t = &op->scratch;
+    bool ok = v->ndim <= PYLAYOUT_MAX_NDIM && buffer_dtype(v->format, v->itemsize, &t->dtype);
+    /* NumPy's buffer gives a contiguous array's size-1 dims C-order strides,
+     * not the array's own (which DLPack passes on, and strides queries
+     * report): such arrays, and empty ones, keep to __dlpack__. */
+    for (int i = 0; ok && i < v->ndim; i++) {
+        ok = v->shape[i] > 1 && v->strides[i] % v->itemsize == 0;
+        op->dims[i] = v->shape[i];
+        op->dims[PYLAYOUT_MAX_NDIM + i] = v->strides[i] / v->itemsize;
+    }
+    if (!ok) {
+        PyBuffer_Release(v); /* sets v->obj to NULL */
+        return 0;
+    }
+    t->data = v->buf;
+    t->device = (DLDevice){kDLCPU, 0};
+    t->ndim = v->ndim;
+    t->shape = op->dims;
+    t->strides = op->dims + PYLAYOUT_MAX_NDIM;
+    t->byte_offset = 0;
+    op->flags = v->readonly ? PYLAYOUT_FLAG_READ_ONLY : 0;
+    return 1;
+}
+
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
 {
     memset(op, 0, offsetof(operand, dims));
     op->state = state;
     op->obj = obj;
+    if (_plext_is_ndarray(state, obj)) {
+        int r = take_ndarray(op);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+    }
     producer_info info = {NULL, false};
     if (!Py_IS_TYPE(obj, state->TensorType) && !PyCapsule_CheckExact(obj) &&
         producer_of(state, Py_TYPE(obj), &info) < 0)
@@ -532,6 +619,10 @@ done:
  * (for_data) no Python code runs here on success. */
 int _plext_operand_memory(operand *op, bool for_data)
 {
+    if (op->view.obj) {
+        op->dl = &op->scratch;
+        return 0;
+    }
     if (!op->late) {
         op->dl = ((TensorObject *)op->held)->dl;
         return 0;
@@ -581,6 +672,8 @@ int _plext_operand_written(core_state *state, operand *op)
 
 void _plext_operand_release(operand *op)
 {
+    if (op->view.obj)
+        PyBuffer_Release(&op->view);
     Py_CLEAR(op->held);
     op->dl = NULL;
 }
@@ -598,7 +691,7 @@ const DLTensor *_plext_query_operand(core_state *state, PyObject *x, operand *op
 PyObject *_plext_query(PyObject *module, PyObject *x, PyObject *(*answer)(const DLTensor *))
 {
     operand op; /* not zero-filled: operand_take sets what is read */
-    op.held = NULL;
+    _plext_operand_init(&op);
     const DLTensor *dl = _plext_query_operand(get_state(module), x, &op);
     PyObject *res = dl ? answer(dl) : NULL;
     _plext_operand_release(&op);
@@ -629,7 +722,7 @@ PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn)
  * later.  Anything else comes back as it is, for the shim to decide. */
 static PyObject *ndarray_like(core_state *state, PyObject *like, PyObject *wrapped)
 {
-    if (!wrapped || strcmp(Py_TYPE(like)->tp_name, "numpy.ndarray") != 0)
+    if (!wrapped || !_plext_is_ndarray(state, like))
         return wrapped;
     const DLDataType dt = ((TensorObject *)wrapped)->dl->dtype;
     if (dt.code == kDLComplex && dt.bits == 32)

@@ -60,7 +60,7 @@ PyObject *_plext_mod_is_contiguous(PyObject *module, PyObject *args, PyObject *k
     if (_plext_parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0)
         return NULL;
     operand op; /* not zero-filled: operand_take sets what is read */
-    op.held = NULL;
+    _plext_operand_init(&op);
     bool result = false;
     const DLTensor *dl = _plext_query_operand(get_state(module), x, &op);
     if (dl) {
@@ -137,6 +137,63 @@ PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds)
     return _plext_wrap_tensor(get_state(module), t);
 }
 
+/* numpy.empty(shape, dtype[, "F"]), looked up once. */
+static PyObject *numpy_empty(core_state *state, PyObject *shape, PyObject *dtype, bool fortran)
+{
+    if (!state->np_empty) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        state->np_empty = np ? PyObject_GetAttrString(np, "empty") : NULL;
+        Py_XDECREF(np);
+        if (!state->np_empty)
+            return NULL;
+    }
+    PyObject *args[3] = {shape, dtype, state->str_F};
+    return PyObject_Vectorcall(state->np_empty, args, fortran ? 3 : 2, NULL);
+}
+
+/* contiguous's copy of a small exact numpy.ndarray (taken through its
+ * buffer) into C or Fortran order, made as NumPy makes its own:
+ * numpy.empty(x.shape, x.dtype, order) filled by the copy engine, with no
+ * pylayout tensor, export or from_dlpack (a third of a 1 KB call).  NULL
+ * with no error set where the caller converts as for any producer: other
+ * formats; results over SMALL_COPY_BYTES, which pylayout allocates (its
+ * reuse cache, and its retry after releasing the cache when memory runs
+ * short); and a MemoryError from numpy.empty, for that retry.  x's memory
+ * is its buffer export's, kept while it is held, so the Python work of
+ * making the result may come before the copy. */
+static PyObject *ndarray_convert(core_state *state, operand *x, pylayout_format fmt)
+{
+    const DLTensor *dl = x->dl;
+    if ((fmt != PYLAYOUT_FORMAT_CONTIGUOUS && fmt != PYLAYOUT_FORMAT_FORTRAN) || !_plext_is_small(dl))
+        return NULL;
+    PyObject *dtype = PyObject_GetAttr(x->obj, state->str_dtype);
+    PyObject *shape = dtype ? _plext_int64_tuple(dl->shape, dl->ndim) : NULL;
+    PyObject *out = shape ? numpy_empty(state, shape, dtype, fmt == PYLAYOUT_FORMAT_FORTRAN) : NULL;
+    Py_XDECREF(shape);
+    Py_XDECREF(dtype);
+    if (!out) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            PyErr_Clear();
+        return NULL;
+    }
+    Py_buffer v;
+    if (PyObject_GetBuffer(out, &v, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    int64_t strides[PYLAYOUT_MAX_NDIM];
+    for (int i = 0; i < dl->ndim; i++)
+        strides[i] = v.strides[i] / (int64_t)v.itemsize; /* numpy.empty's own: whole elements */
+    DLTensor d = {v.buf, dl->device, dl->ndim, dl->dtype, dl->shape, strides, 0};
+    pylayout_status st = pylayout_copy(dl, &d); /* small: with the GIL, see SMALL_COPY_BYTES */
+    PyBuffer_Release(&v);
+    if (st != PYLAYOUT_OK) {
+        Py_DECREF(out);
+        return _plext_raise_status(st);
+    }
+    return out;
+}
+
 /* The copying half of contiguous() and to_order(): x's metadata said a copy
  * is needed.  Guards x, reads its memory afresh (rule 1), fills a new tensor
  * dense in `order` (or `fmt` when order is NULL) with the GIL released, and
@@ -157,6 +214,11 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
     }
     if (_plext_check_host(x->dl, "the input") < 0)
         return NULL;
+    if (x->view.obj && !order) {
+        PyObject *res = ndarray_convert(state, x, fmt);
+        if (res || PyErr_Occurred())
+            return res;
+    }
     const DLTensor *dl = x->dl;
     if (_plext_is_small(dl)) { /* keeping the GIL is cheaper than the two switches */
         st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
@@ -215,7 +277,7 @@ PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
         return NULL;
     core_state *state = get_state(module);
     operand x; /* not zero-filled: operand_take sets what is read */
-    x.held = NULL;
+    _plext_operand_init(&x);
     if (!_plext_query_operand(state, x_obj, &x))
         goto done;
     res = convert_in_format(state, &x, fmt, want_copy, false);
@@ -242,7 +304,7 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
         return NULL;
     core_state *state = get_state(module);
     operand x; /* not zero-filled: operand_take sets what is read */
-    x.held = NULL;
+    _plext_operand_init(&x);
     PyObject *res = NULL;
     int route = _plext_operand_take(state, args[0], &x) < 0 ? -1 : _plext_operand_route(&x);
     /* A refusal by the guard or by torch's export goes to the full path,
@@ -279,7 +341,7 @@ PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
     if (_plext_parse_order(order_obj, order, &n) < 0)
         return NULL;
     operand x; /* not zero-filled: operand_take sets what is read */
-    x.held = NULL;
+    _plext_operand_init(&x);
     pylayout_status st;
     if (!_plext_query_operand(state, x_obj, &x))
         goto done;
@@ -312,7 +374,7 @@ static PyObject *copy_into(PyObject *module, PyObject *dst_obj, PyObject *src_ob
     PyObject *res = NULL;
     core_state *state = get_state(module);
     operand dst, src; /* not zero-filled: operand_take sets what is read */
-    dst.held = NULL; src.held = NULL;
+    _plext_operand_init(&dst); _plext_operand_init(&src);
     /* Phase 1: every operand's Python-level work, dst's included. */
     if (_plext_operand_take(state, dst_obj, &dst) < 0 || _plext_operand_take(state, src_obj, &src) < 0)
         goto done;

@@ -372,7 +372,9 @@ static int module_exec(PyObject *module)
     state->str_is_conj = PyUnicode_InternFromString("is_conj");
     state->str_is_neg = PyUnicode_InternFromString("is_neg");
     state->str_current_level = PyUnicode_InternFromString("_current_level");
-    if (!state->str_current_level ||
+    state->str_dtype = PyUnicode_InternFromString("dtype");
+    state->str_F = PyUnicode_InternFromString("F");
+    if (!state->str_current_level || !state->str_dtype || !state->str_F ||
         !state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
         !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj || !state->str_is_neg)
         goto done;
@@ -395,6 +397,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->is_wrapped);
     Py_VISIT(state->forward_ad);
     Py_VISIT(state->np_from_dlpack);
+    Py_VISIT(state->ndarray_type);
+    Py_VISIT(state->np_empty);
     return 0;
 }
 
@@ -406,6 +410,10 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->is_wrapped);
     Py_CLEAR(state->forward_ad);
     Py_CLEAR(state->np_from_dlpack);
+    Py_CLEAR(state->ndarray_type);
+    Py_CLEAR(state->np_empty);
+    Py_CLEAR(state->str_dtype);
+    Py_CLEAR(state->str_F);
     Py_CLEAR(state->str_current_level);
     Py_CLEAR(state->str_dlpack);
     Py_CLEAR(state->str_exchange);

@@ -1,0 +1,164 @@
+"""Exact NumPy arrays taken through their buffer export (issue 16, 1 KB calls).
+
+pylayout reads an exact numpy.ndarray through the buffer protocol instead of
+its __dlpack__, and makes contiguous()'s C- and Fortran-order results with
+numpy.empty.  These tests hold that path to NumPy itself (the oracle) on
+generated layouts and every dtype, to the DLPack path it replaced (the same
+array behind a DLPack-only wrapper), and check what it must never do: leak
+an export or a reference, write into a read-only array, or accept what the
+DLPack path refuses.  Nothing here is timed."""
+import sys
+
+import numpy as np
+import pytest
+
+import pylayout as pl
+from pylayout import _core
+
+DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+          np.float16, np.float32, np.float64, np.complex64, np.complex128]
+
+
+class DLPackOnly:
+    """The same array seen only through __dlpack__: the path every producer but an exact ndarray takes."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def layouts(rng, ndim, dtype):
+    """Dense, permuted, sliced, reversed, offset and broadcast views of a random array."""
+    shape = tuple(int(s) for s in rng.integers(1, 7, size=ndim))
+    base = np.asarray((rng.standard_normal(shape) * 50).astype(dtype) if dtype is not np.bool_
+                      else rng.random(shape) > 0.5)
+    yield base
+    if ndim == 0:
+        return
+    yield base.transpose(tuple(rng.permutation(ndim)))
+    yield np.asfortranarray(base)
+    yield base[(slice(None, None, 2),) + (slice(None),) * (ndim - 1)]
+    yield base[(slice(None, None, -1),) * ndim]
+    yield np.broadcast_to(base[(slice(0, 1),) + (slice(None),) * (ndim - 1)], shape)
+    big = np.zeros(tuple(s + 1 for s in shape), dtype=dtype)
+    yield big[(slice(1, None),) * ndim]  # starts one element in: off its line
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ndim", [0, 1, 2, 3, 4])
+def test_contiguous_and_fortran_match_numpy(dtype, ndim):
+    rng = np.random.default_rng(ndim * 31 + DTYPES.index(dtype))
+    for x in layouts(rng, ndim, dtype):
+        for fmt, oracle, flag in (("contiguous", np.ascontiguousarray, "c_contiguous"),
+                                  ("F", np.asfortranarray, "f_contiguous")):
+            want = oracle(x)
+            for got in (pl.contiguous(x, fmt), _core.contiguous(x, fmt)):
+                assert type(got) is np.ndarray and got.dtype == x.dtype and got.shape == x.shape
+                assert getattr(got.flags, flag) and (got.flags.writeable or got is x)
+                assert got.tobytes(order="A") == want.tobytes(order="A")
+                if getattr(x.flags, flag) and x.ndim > 0:
+                    assert got is x  # already in the format: no copy, as NumPy
+                elif got is not x:
+                    assert not np.shares_memory(got, x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_buffer_path_matches_the_dlpack_path(dtype):
+    rng = np.random.default_rng(7 + DTYPES.index(dtype))
+    for x in layouts(rng, 3, dtype):
+        for fmt in ("contiguous", "fortran", "channels_last" if x.ndim == 4 else "C"):
+            ours = pl.contiguous(x, fmt)
+            via_dlpack = np.from_dlpack(pl.contiguous(DLPackOnly(x), fmt))
+            assert ours.strides == via_dlpack.strides and np.array_equal(ours, via_dlpack)
+        assert pl.to_order(x, (2, 0, 1)).strides == np.from_dlpack(pl.to_order(DLPackOnly(x), (2, 0, 1))).strides
+
+
+def test_strides_of_size_one_dims_are_the_arrays_own():
+    # NumPy's buffer export rewrites them for contiguous arrays; DLPack and pylayout keep them
+    a = np.zeros((4, 1, 2), np.float32).transpose(1, 0, 2)
+    assert _core.canonical_strides(a) == _core.canonical_strides(DLPackOnly(a))
+    assert _core.complex_view_strides(a) == _core.complex_view_strides(DLPackOnly(a)) == (2, 2, 1)
+    e = np.zeros((3, 0, 2), np.float32).transpose(2, 1, 0)
+    assert _core.canonical_strides(e) == _core.canonical_strides(DLPackOnly(e))
+
+
+def test_channels_last_and_to_order_still_come_back_as_ndarrays():
+    a = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    c = pl.contiguous(a, "channels_last")
+    assert type(c) is np.ndarray and np.array_equal(c, a) and c.strides == (240, 4, 60, 12)
+    o = pl.to_order(a, (3, 2, 1, 0))
+    assert type(o) is np.ndarray and o.flags.f_contiguous and np.array_equal(o, a)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(6, dtype=">f4").reshape(2, 3).T,          # byte-swapped
+    lambda: np.zeros((3, 2), dtype=np.longdouble).T,           # no DLPack type
+    lambda: np.zeros((3, 2), dtype="M8[s]").T,                 # no buffer at all
+    lambda: np.zeros(4, dtype=[("a", "u1"), ("f", "<f4")])["f"],  # strides not whole elements
+])
+def test_what_dlpack_refuses_is_still_refused_the_same_way(make):
+    x = make()
+    with pytest.raises(Exception) as ours:
+        pl.contiguous(x)
+    with pytest.raises(Exception) as dl:
+        pl.contiguous(DLPackOnly(x))
+    assert type(ours.value) is type(dl.value) and str(ours.value) == str(dl.value)
+
+
+def test_no_export_or_reference_is_left_behind():
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    d = np.empty((8, 8), np.float32)
+    before = sys.getrefcount(a), sys.getrefcount(d)
+    for _ in range(100):
+        pl.contiguous(a.T)
+        pl.contiguous(a)
+        _core.convert_or_route(a.T, "F")
+        pl.copy_into(d, a.T)
+        pl.is_contiguous(a)
+        with pytest.raises(ValueError):
+            pl.copy_into(d, np.zeros((4, 4), np.float32))
+    assert (sys.getrefcount(a), sys.getrefcount(d)) == before
+    a.resize((4, 16))  # refuses while anything still holds an export of a
+    d.resize((64,))
+
+
+def test_copy_into_writes_numpy_dst_and_refuses_read_only():
+    rng = np.random.default_rng(3)
+    for dtype in DTYPES:
+        for x in layouts(rng, 3, dtype):
+            dst = np.zeros(x.shape, dtype=dtype)
+            guard = np.zeros(dst.size + 16, dtype=dtype)
+            view = guard[8:8 + dst.size].reshape(x.shape)
+            assert pl.copy_into(dst, x) is dst and np.array_equal(dst, x)
+            pl.copy_into(view.T, x.T)
+            assert np.array_equal(view, x) and not guard[:8].any() and not guard[8 + dst.size:].any()
+    ro = np.zeros((4, 4), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        pl.copy_into(ro, np.ones((4, 4), np.float32))
+    assert not ro.any()
+
+
+def test_copy_into_refuses_overlap_between_numpy_views():
+    a = np.arange(32, dtype=np.float64)
+    with pytest.raises(ValueError, match="overlaps"):
+        pl.copy_into(a[1:17].reshape(4, 4), a[:16].reshape(4, 4).T)
+    assert np.array_equal(a, np.arange(32, dtype=np.float64))
+
+
+def test_subclasses_still_take_the_dlpack_path():
+    m = np.matrix(np.arange(6, dtype=np.float32).reshape(2, 3)).T
+    c = pl.contiguous(m)
+    assert type(c) is np.ndarray and c.flags.c_contiguous and np.array_equal(c, np.asarray(m))
+
+
+def test_a_static_type_named_like_ndarray_is_not_taken_for_it():
+    fake = type("numpy.ndarray", (), {})  # a class: heap type, whatever its name
+    with pytest.raises(TypeError, match="DLPack producer"):
+        pl.contiguous(fake())
+    assert type(pl.contiguous(np.zeros((2, 3)).T)) is np.ndarray
