@@ -128,17 +128,16 @@ def _carries_tangent(hooks, x) -> bool:
 def _autograd(*xs):
     """pylayout.torch when any of `xs` is a torch tensor that it handles, else
     None: one whose values must stay visible to autograd (it requires grad,
-    carries a forward-mode tangent, or torch.compile is tracing), or that
-    lives off the CPU (CUDA, meta, ...), where pylayout decides the layout and
-    torch moves the bytes.  Written out in one expression: it runs on every call."""
+    carries a forward-mode tangent, is a functorch wrapper), that lives off
+    the CPU (CUDA, meta, ...), where pylayout decides the layout and torch
+    moves the bytes (the rule is _core.torch_route's, in C), or any torch
+    tensor while torch.compile traces, which must see this answer."""
     hooks = _torch_hooks or _hooks()
     if hooks is None:
         return None
-    tensor, is_compiling, is_wrapped, fwad = hooks
+    tensor, is_compiling = hooks[0], hooks[1]
     for x in xs:
-        if isinstance(x, tensor) and (
-                x.requires_grad or not x.is_cpu or is_compiling() or is_wrapped(x)
-                or (fwad._current_level >= 0 and fwad.unpack_dual(x).tangent is not None)):
+        if isinstance(x, tensor) and (is_compiling() or _core.torch_route(x)):
             from . import torch as pltorch
 
             return pltorch

@@ -63,6 +63,7 @@ typedef struct {
     PyObject *np_empty;          /* numpy.empty, once a dense ndarray result is made */
     PyObject *str_dtype;         /* "dtype" */
     PyObject *str_F;             /* "F", numpy.empty's Fortran order */
+    PyObject *str_is_cpu;        /* "is_cpu" */
     producer_entry producers[PRODUCER_SLOTS];
 } core_state;
 
@@ -282,6 +283,7 @@ PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x);
 PyObject *_plext_mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_to_type(PyObject *module, PyObject *args);
+PyObject *_plext_mod_torch_route(PyObject *module, PyObject *x); /* _core_import.c */
 
 /* _core_complex.c */
 PyObject *_plext_mod_view_as_complex(PyObject *module, PyObject *args, PyObject *kwds);

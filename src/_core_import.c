@@ -522,22 +522,25 @@ static int torch_route_hooks(core_state *state)
     return 0;
 }
 
-/* Phase 1, Python: 1 when op is a torch tensor that pylayout.torch must
- * convert instead of the C core (its autograd-aware custom ops): it
- * requires grad, a forward-mode AD level is active (pylayout.torch then
- * looks for a tangent), or it is a functorch wrapper (vmap, grad);
- * otherwise 0 (and the guard need not read requires_grad again); -1 with an
- * exception.  The same test as pylayout/__init__.py's _autograd, but for
- * is_compiling (which the shim asks, so that torch.compile traces it) and
- * the device (which the caller reads from the DLTensor). */
-int _plext_operand_route(operand *op)
+/* The one statement of which torch tensors pylayout.torch converts instead
+ * of the C core (its autograd-aware custom ops): those that require grad,
+ * carry a forward-mode tangent (a dual tensor while a forward-AD level is
+ * active) or are functorch wrappers (vmap, grad).  1, 0, or -1 with an
+ * exception; *grad_checked says requires_grad was read false.  Runs Python:
+ * phase 1 only.  The fast paths ask it through operand_route, the shim
+ * through _core.torch_route (which adds the device); only torch.compile's
+ * is_compiling is asked in Python, where tracing sees its answer. */
+static int torch_route(core_state *state, PyObject *x, bool *grad_checked)
 {
-    if (!op->is_torch)
-        return 0;
-    core_state *state = op->state;
     if (torch_route_hooks(state) < 0)
         return -1;
-    int route = attr_is_true(op->obj, state->str_requires_grad);
+    int route = attr_is_true(x, state->str_requires_grad);
+    if (route != 0)
+        return route;
+    *grad_checked = true;
+    PyObject *w = PyObject_CallOneArg(state->is_wrapped, x);
+    route = w ? PyObject_IsTrue(w) : -1;
+    Py_XDECREF(w);
     if (route != 0)
         return route;
     PyObject *level = PyObject_GetAttr(state->forward_ad, state->str_current_level);
@@ -545,13 +548,46 @@ int _plext_operand_route(operand *op)
     Py_XDECREF(level);
     if (lv == -1 && PyErr_Occurred())
         return -1;
-    if (lv >= 0)
-        return 1;
-    PyObject *w = PyObject_CallOneArg(state->is_wrapped, op->obj);
-    route = w ? PyObject_IsTrue(w) : -1;
-    Py_XDECREF(w);
-    op->grad_checked = route == 0;
+    if (lv < 0)
+        return 0;
+    /* a level is active: route only a tensor that has a tangent at it */
+    PyObject *dual = PyObject_CallMethod(state->forward_ad, "unpack_dual", "O", x);
+    PyObject *tangent = dual ? PyObject_GetAttrString(dual, "tangent") : NULL;
+    Py_XDECREF(dual);
+    if (!tangent)
+        return -1;
+    route = tangent != Py_None;
+    Py_DECREF(tangent);
     return route;
+}
+
+/* Phase 1, Python: torch_route for an operand (0 for any other producer);
+ * the caller reads the device from the DLTensor. */
+int _plext_operand_route(operand *op)
+{
+    if (!op->is_torch)
+        return 0;
+    return torch_route(op->state, op->obj, &op->grad_checked);
+}
+
+/* _core.torch_route(x): whether x is a torch tensor that pylayout.torch
+ * handles, torch_route's tensors and those off the CPU (where pylayout
+ * decides the layout and torch moves the bytes). */
+PyObject *_plext_mod_torch_route(PyObject *module, PyObject *x)
+{
+    core_state *state = get_state(module);
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(x, state->TensorType) && producer_of(state, Py_TYPE(x), &info) < 0)
+        return NULL;
+    if (!info.is_torch)
+        Py_RETURN_FALSE;
+    bool grad_checked = false;
+    int route = torch_route(state, x, &grad_checked);
+    if (route == 0) {
+        int cpu = attr_is_true(x, state->str_is_cpu);
+        route = cpu < 0 ? -1 : !cpu;
+    }
+    return route < 0 ? NULL : PyBool_FromLong(route);
 }
 
 /* A torch tensor without exportable memory (meta) described from its sizes,

@@ -160,12 +160,21 @@ PyDoc_STRVAR(copy_into_or_route_doc,
 "copy_into_or_route($module, dst, src, /)\n--\n\n"
 "pylayout.copy_into's fast path: copy_into(dst, src), or NotImplemented\n"
 "(before any memory is read) when either is a torch tensor that\n"
-"pylayout.torch must handle: it requires grad, a forward-mode AD level is\n"
-"active, it is a functorch wrapper, or it lives off the CPU.\n\n"
+"pylayout.torch must handle (see torch_route).\n\n"
 ">>> import numpy as np, pylayout as pl\n"
 ">>> out = np.zeros((3, 2))\n"
 ">>> pl._core.copy_into_or_route(out.T, np.ones((2, 3))) is not NotImplemented, float(out.sum())\n"
 "(True, 6.0)");
+
+PyDoc_STRVAR(torch_route_doc,
+"torch_route($module, x, /)\n--\n\n"
+"Whether x is a torch tensor that pylayout.torch converts instead of the C\n"
+"core: it requires grad, carries a forward-mode tangent, is a functorch\n"
+"wrapper (vmap, grad), or lives off the CPU.  False for anything else.  The\n"
+"one statement of that rule; pylayout adds only torch.compile's tracing.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.torch_route(np.zeros(3))\n"
+"False");
 
 PyDoc_STRVAR(contiguous_doc,
 "contiguous($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
@@ -324,6 +333,7 @@ static PyMethodDef module_methods[] = {
     {"copy_into_or_route", (PyCFunction)(void (*)(void))_plext_mod_copy_into_or_route, METH_FASTCALL,
      copy_into_or_route_doc},
     {"convert_or_route", (PyCFunction)(void (*)(void))_plext_mod_convert_or_route, METH_FASTCALL, convert_or_route_doc},
+    {"torch_route", _plext_mod_torch_route, METH_O, torch_route_doc},
     KW_METHOD(to_order, _plext_mod_to_order),
     KW_METHOD(copy_into, _plext_mod_copy_into),
     KW_METHOD(view_as_complex, _plext_mod_view_as_complex),
@@ -374,7 +384,8 @@ static int module_exec(PyObject *module)
     state->str_current_level = PyUnicode_InternFromString("_current_level");
     state->str_dtype = PyUnicode_InternFromString("dtype");
     state->str_F = PyUnicode_InternFromString("F");
-    if (!state->str_current_level || !state->str_dtype || !state->str_F ||
+    state->str_is_cpu = PyUnicode_InternFromString("is_cpu");
+    if (!state->str_current_level || !state->str_dtype || !state->str_F || !state->str_is_cpu ||
         !state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
         !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj || !state->str_is_neg)
         goto done;
@@ -414,6 +425,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->np_empty);
     Py_CLEAR(state->str_dtype);
     Py_CLEAR(state->str_F);
+    Py_CLEAR(state->str_is_cpu);
     Py_CLEAR(state->str_current_level);
     Py_CLEAR(state->str_dlpack);
     Py_CLEAR(state->str_exchange);

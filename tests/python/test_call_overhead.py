@@ -144,8 +144,8 @@ def test_fast_path_routes_what_pylayout_torch_converts():
     with fwad.dual_level():
         dual = fwad.make_dual(x, torch.ones(4, 4).t())
         assert _core.convert_or_route(dual, "contiguous") is NotImplemented
-        plain = _core.convert_or_route(x, "contiguous")  # a level is active: routed even without a tangent
-        assert plain is NotImplemented
+        plain = _core.convert_or_route(x, "contiguous")  # a level is active, but x has no tangent
+        assert plain is not NotImplemented and torch.equal(plain, x)
     seen = []
 
     def probe(row):
@@ -161,6 +161,28 @@ def test_fast_path_routes_what_pylayout_torch_converts():
         dual = fwad.make_dual(x, torch.ones(4, 4).t())
         c = pl.contiguous(dual)
         assert fwad.unpack_dual(c).tangent is not None
+
+
+def test_one_routing_rule_for_the_fast_and_the_full_paths():
+    """_core.torch_route is the rule; the fast path (NotImplemented) and the
+    shim's _autograd (pylayout.torch) give the same answer on every case."""
+    import torch.autograd.forward_ad as fwad
+    x = torch.randn(4, 4).t()
+    cases = {"plain": (x, False), "grad": (x.clone().requires_grad_(), True),
+             "meta": (torch.empty(4, 4, device="meta").t(), True), "numpy": (x.numpy(), False),
+             "pylayout": (pl.from_dlpack(x.numpy()), False)}
+    with fwad.dual_level():
+        cases["dual"] = (fwad.make_dual(x, torch.ones(4, 4).t()), True)
+        cases["no tangent at a level"] = (x, False)
+        for name, (t, routed) in cases.items():
+            assert _core.torch_route(t) is routed, name
+            assert (pl._autograd(t) is not None) is routed, name
+            if name != "meta":
+                assert (_core.convert_or_route(t, "contiguous") is NotImplemented) is routed, name
+    wrapped = []
+    torch.vmap(lambda row: wrapped.append((_core.torch_route(row), pl._autograd(row) is not None)) or row * 1)(
+        torch.randn(3, 4, 4))
+    assert wrapped == [(True, True)]
 
 
 def test_fast_path_leaves_guard_refusals_to_the_full_path():
@@ -206,7 +228,8 @@ def test_copy_into_fast_path_copies_bumps_and_routes():
     assert _core.copy_into_or_route(torch.empty(16, 16, device="meta"), src) is NotImplemented
     import torch.autograd.forward_ad as fwad
     with fwad.dual_level():
-        assert _core.copy_into_or_route(dst, src) is NotImplemented
+        assert _core.copy_into_or_route(dst, src) is dst  # a level is active, but neither has a tangent
+        assert _core.copy_into_or_route(dst, fwad.make_dual(src, torch.ones(16, 16))) is NotImplemented
         with pytest.raises(TypeError, match="tangent"):  # the full path still refuses tangents
             pl.copy_into(dst, fwad.make_dual(src, torch.ones(16, 16)))
     ro = np.zeros((4, 4))
