@@ -177,13 +177,24 @@ static PyObject *ndarray_convert(core_state *state, operand *x, pylayout_format 
         return NULL;
     }
     Py_buffer v;
-    if (PyObject_GetBuffer(out, &v, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
+    if (!Py_IS_TYPE(out, state->ndarray_type) || PyObject_GetBuffer(out, &v, PyBUF_STRIDES | PyBUF_WRITABLE) < 0) {
         Py_DECREF(out);
+        PyErr_Clear();
         return NULL;
     }
+    /* what numpy.empty makes, unless someone replaced it: then the general way */
+    bool as_asked = v.ndim == dl->ndim && (size_t)v.itemsize == itemsize_of(dl->dtype);
     int64_t strides[PYLAYOUT_MAX_NDIM];
-    for (int i = 0; i < dl->ndim; i++)
-        strides[i] = v.strides[i] / (int64_t)v.itemsize; /* numpy.empty's own: whole elements */
+    for (int i = 0; as_asked && i < dl->ndim; i++) {
+        as_asked = v.shape[i] == dl->shape[i] && v.strides[i] % v.itemsize == 0;
+        strides[i] = v.strides[i] / (int64_t)v.itemsize;
+    }
+    if (!as_asked) {
+        PyBuffer_Release(&v);
+        Py_DECREF(out);
+        PyErr_Clear();
+        return NULL;
+    }
     DLTensor d = {v.buf, dl->device, dl->ndim, dl->dtype, dl->shape, strides, 0};
     pylayout_status st = pylayout_copy(dl, &d); /* small: with the GIL, see SMALL_COPY_BYTES */
     PyBuffer_Release(&v);

@@ -7,7 +7,9 @@ generated layouts and every dtype, to the DLPack path it replaced (the same
 array behind a DLPack-only wrapper), and check what it must never do: leak
 an export or a reference, write into a read-only array, or accept what the
 DLPack path refuses.  Nothing here is timed."""
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -162,3 +164,26 @@ def test_a_static_type_named_like_ndarray_is_not_taken_for_it():
     with pytest.raises(TypeError, match="DLPack producer"):
         pl.contiguous(fake())
     assert type(pl.contiguous(np.zeros((2, 3)).T)) is np.ndarray
+
+
+def test_a_replaced_numpy_empty_is_not_trusted():
+    # in a child: the extension looks numpy.empty up once, on first use
+    code = textwrap.dedent("""
+        import numpy as np, pylayout as pl
+        real = np.empty
+        fakes = [lambda shape, dtype, *o: real((3,), dtype),             # wrong shape
+                 lambda shape, dtype, *o: real(shape, dtype)[..., None],  # wrong rank
+                 lambda shape, dtype, *o: np.broadcast_to(real(1, dtype), shape),  # read-only
+                 lambda shape, dtype, *o: [0] * 4,                        # not an array
+                 lambda shape, dtype, *o: np.matrix(real(shape, dtype))]  # a subclass
+        a = np.arange(12, dtype=np.float32).reshape(3, 4)
+        calls = []
+        np.empty = lambda *args: calls.append(1) or fakes[len(calls) - 1](*args)  # looked up once: one stand-in
+        for i in range(len(fakes)):
+            c = pl.contiguous(a.T)
+            assert len(calls) == i + 1, "numpy.empty was not asked"
+            assert type(c) is np.ndarray and c.shape == (4, 3) and (c == a.T).all(), i
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
