@@ -238,3 +238,29 @@ def test_copy_into_fast_path_copies_bumps_and_routes():
         _core.copy_into_or_route(ro, np.ones((4, 4)))
     with pytest.raises(TypeError, match="2 positional"):
         _core.copy_into_or_route(dst)
+
+
+def test_types_remembered_as_not_torch_never_include_torch_and_stay_few():
+    x = torch.randn(4, 4).t()
+    p = torch.nn.Parameter(torch.randn(4, 4).t(), requires_grad=False)
+    for t in (x, p):
+        pl.contiguous(t)
+        pl.copy_into(torch.empty(4, 4), t)
+    assert not any(issubclass(tp, torch.Tensor) for tp in pl._plain)
+    pl.contiguous(np.zeros((3, 2)).T)
+    assert np.ndarray in pl._plain
+
+    class Producer:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    for _ in range(100):  # a new type each time, as code that makes classes in a loop would
+        kind = type("P", (Producer,), {})
+        assert np.array_equal(np.from_dlpack(pl.contiguous(kind(np.ones((2, 3)).T))), np.ones((3, 2)))
+    assert len(pl._plain) <= pl._PLAIN_MAX
