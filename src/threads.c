@@ -551,6 +551,9 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
         if ((t - t0) * nchunks > engage_ns * c)
             break;
     }
+    /* engaging only as one of a run: a copy the team is to speed up by a
+     * few us at most, which a busy machine turns into a loss */
+    const bool by_run = in_run && (t - t0) * nchunks <= PL_ENGAGE_NS * c;
     if (entitled > 1)
         pl_run_copy_end = run_length ? -1 : 0; /* -1: set to the end time below */
     bool expected = false;
@@ -583,7 +586,8 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                 atomic_store_explicit(&pl_team.range[p], PL_WORD(gen, lo, hi), memory_order_relaxed);
             }
             atomic_store(&pl_team.job, PL_WORD(gen, n, left)); /* publishes the job */
-            if (atomic_load(&pl_team.sleepers) > 0) {
+            const bool woke = atomic_load(&pl_team.sleepers) > 0;
+            if (woke) {
                 pthread_mutex_lock(&pl_team.lock);
                 pthread_cond_broadcast(&pl_team.work);
                 pthread_mutex_unlock(&pl_team.lock);
@@ -607,10 +611,23 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                 }
             }
             /* Slower than the caller's own pace over the whole copy, by more
-             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS. */
+             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS.
+             * A copy engaged as one of a run has no spin's worth to spare:
+             * its team hurt when the caller waited for the others' chunks
+             * a quarter as long as it ran its own (a worker stopped while
+             * holding one), or when the workers, awake, ran none of it
+             * (they are not getting a core; a worker just woken may well
+             * arrive after the copy, and polls for the next one).  Its
+             * caller's pace is no measure of it alone: half the copy in
+             * each core's L2 makes every chunk faster.  With one busy
+             * process on the 2-core VM, 1 MiB transposes in runs (python -m
+             * pylayout bench --only oversubscribed) were up to 1.47x slower
+             * at 2 threads than at 1 without this. */
             const int64_t t2 = pl_now_ns();
             const int64_t alone = (t1 - t0) * nchunks / mine;
-            if (t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9) {
+            const bool hurt = by_run ? (t2 - t1) * 4 > t1 - t0 || (mine == nchunks && !woke)
+                                     : t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9;
+            if (hurt) {
                 int64_t pen = pl_team.penalty * 2;
                 pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
                 pl_team.alone_until = t2 + pl_team.penalty;
