@@ -653,7 +653,31 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
  * go to pl_tile4_avx2 rather than MOVE2D, and so do src or dst rows a
  * multiple of 4 KiB apart, whose 16 rows would share one L1 set (12 ways):
  * 100 x 1024 src 13.7 us with 16x16 blocks, 12.4 with 8x8, 9.6 with that
- * tile's 4x4. */
+ * tile's 4x4.
+ *
+ * What bounds these tiles at 64 KiB - 1 MiB (src and dst in L2) is the
+ * traffic, not the 64 shuffles per KiB.  tools/bench_incache 7 1,
+ * 3 alternated runs, us at BENCH_OFFSET=0 (torch's buffers) / 16 (NumPy's),
+ * these 16x16 blocks against three that trade shuffles for loads:
+ *   n=128: 0.85-0.88 / 1.00; n=256: 3.13-3.42 / 3.91-3.94 (these);
+ *   the rows' 128-bit quarters by vinsertf32x4 from memory (48 inserts,
+ *   32 in-lane shuffles): 0.96-0.97 / 1.05-1.07; 3.44-3.51 / 4.02-4.10;
+ *   the same by masked vbroadcastf32x4: 0.88 / 1.02-1.09; 3.26-3.30 /
+ *   4.03-4.19; 256-bit halves by vinsertf64x4 (16 inserts, 48 shuffles):
+ *   0.87-0.88 / 1.03-1.11; 3.03-3.06 / 4.05-4.21.
+ * Inserts from memory cost Zen 5 a shuffle each: in L1 (n=64) where the
+ * shuffles do bound, 0.16 us for these, 0.24 for 48 inserts + 32.  In L2 a
+ * 16x16 block copy with the same addresses and no shuffles at all took as
+ * long as the transpose (128 x 128: 0.95 us, throwaway harness), a
+ * sequential 64-byte-vector copy of the same bytes 0.65, memcpy 0.47 (rep
+ * movsb writes dst lines without reading them first).  Also lost:
+ * prefetching the next 32x32 group's dst lines (prefetchw: n=128 1.10-1.12
+ * against 0.87-0.89, n=256 4.2-4.9 against 3.1-3.3) or src lines (0.97-1.07,
+ * 3.8-3.9); transposing each strip into an L1 buffer and copying it out
+ * with rep movsb (no read-for-ownership of dst): 1.06-1.15 against
+ * 0.99-1.02 in the same harness at n=128, 4.7-5.3 against 4.1 at n=256.
+ * Two 16x16 blocks stacked along i with their stores interleaved (128
+ * bytes of each dst row at a time): 0.97 against 0.82 at n=128. */
 PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
 PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512)
 PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)

@@ -287,6 +287,18 @@ static int pl_affordable(int n)
  * core in time at all. */
 #define PL_ENGAGE_NS ((int64_t)50000)
 
+/* A copy that takes more than PL_ENGAGE_RUN_NS alone but less than
+ * PL_ENGAGE_NS engages the team only as one of a run: when the same
+ * thread's previous copy of at least that length ended less than
+ * PL_IDLE_SPIN_NS before this one started.  A lone short copy still never
+ * wakes anyone; a loop of them (the same 1 MiB transpose again and again)
+ * wakes the team once, on its second copy, and then finds it polling.  At
+ * that size two threads pay: a 512 x 512 float32 transpose is 2 MiB of
+ * src and dst, more than one core's 1 MiB L2, half of it on each core
+ * fits -- and stays there from call to call, since the team's split of a
+ * copy is the same every time (see pl_parallel). */
+#define PL_ENGAGE_RUN_NS ((int64_t)10000)
+
 /* A worker the kernel stops while it holds a chunk (its time slice ended,
  * its core is shared with other processes) holds up its caller until it
  * runs again: 4-12 ms here, far more than a chunk.  When a copy's team made
@@ -498,6 +510,10 @@ static void pl_run_alone(_pylayout_chunk_fn fn, pl_span_fn span, void *ctx, int 
         fn(ctx, c);
 }
 
+/* When this thread's last copy that took at least PL_ENGAGE_RUN_NS ended
+ * (see PL_ENGAGE_RUN_NS); 0 for none. */
+static _Thread_local int64_t pl_run_copy_end;
+
 /* _pylayout_parallel_for, where span (NULL: none) runs consecutive chunks
  * as one call.  The caller's first chunks, run alone while it times them,
  * are then merged into spans that double in length (1, 2, 4, ... chunks
@@ -518,18 +534,28 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
     if (nthreads > 1 && nchunks > 1)
         entitled = nthreads < nchunks ? nthreads : nchunks;
     /* Alone first, until the pace so far says the whole copy takes more than
-     * PL_ENGAGE_NS: a short copy never wakes anyone.  Two chunks stay for
-     * the team until the end, as chunk by chunk. */
+     * PL_ENGAGE_NS, or PL_ENGAGE_RUN_NS in a run of such copies: a short
+     * copy never wakes anyone.  Two chunks stay for the team until the end,
+     * as chunk by chunk. */
     const int64_t t0 = pl_now_ns();
     int64_t t = t0;
+    const bool in_run = pl_run_copy_end != 0 && t0 - pl_run_copy_end < PL_IDLE_SPIN_NS;
+    const int64_t engage_ns = in_run ? PL_ENGAGE_RUN_NS : PL_ENGAGE_NS;
+    bool run_length = false; /* the pace says PL_ENGAGE_RUN_NS or more */
     for (int step = 1; entitled > 1 && nchunks - c >= 2; step *= 2) {
         const int k = span == NULL ? 1 : step < nchunks - c - 1 ? step : nchunks - c - 1;
         pl_run_alone(fn, span, ctx, c, c + k);
         c += k;
         t = pl_now_ns();
-        if ((t - t0) * nchunks > PL_ENGAGE_NS * c)
+        run_length |= (t - t0) * nchunks > PL_ENGAGE_RUN_NS * c;
+        if ((t - t0) * nchunks > engage_ns * c)
             break;
     }
+    /* engaging only as one of a run: a copy the team is to speed up by a
+     * few us at most, which a busy machine turns into a loss */
+    const bool by_run = in_run && (t - t0) * nchunks <= PL_ENGAGE_NS * c;
+    if (entitled > 1)
+        pl_run_copy_end = run_length ? -1 : 0; /* -1: set to the end time below */
     bool expected = false;
     if (entitled > 1 && nchunks - c >= 2 &&
         atomic_compare_exchange_strong_explicit(&pl_team.busy, &expected, true, memory_order_acquire,
@@ -543,12 +569,25 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
             pl_team.fn = fn;
             pl_team.ctx = ctx;
             atomic_store_explicit(&pl_team.done, 0, memory_order_relaxed);
-            for (int p = 0; p < n; p++)
-                atomic_store_explicit(&pl_team.range[p],
-                                      PL_WORD(gen, c + (int64_t)p * left / n, c + (int64_t)(p + 1) * left / n),
-                                      memory_order_relaxed);
+            /* Participant p's own chunks are the p-th n-th of the whole copy,
+             * less those its caller ran alone, whenever the caller is still
+             * in its own share: the same split every time the same copy
+             * comes back, so each core finds its part of src and dst in its
+             * own L2.  Else the chunks left are split evenly.  Measured
+             * on the 2-core dev VM, 512 x 512 float32 into a preallocated
+             * dst in a loop, 2 threads (python -m pylayout bench --only
+             * in-cache): 29-34 GB/s before (the team never engaged: 25-35
+             * us alone, under PL_ENGAGE_NS), 59-65 GB/s with runs and this
+             * split; tools/bench_incache 7 2 512 512: 35-45 us -> 24-25. */
+            const bool fixed = (int64_t)c <= (int64_t)nchunks / n;
+            for (int p = 0; p < n; p++) {
+                const int64_t lo = fixed ? (p == 0 ? c : (int64_t)p * nchunks / n) : c + (int64_t)p * left / n;
+                const int64_t hi = fixed ? (int64_t)(p + 1) * nchunks / n : c + (int64_t)(p + 1) * left / n;
+                atomic_store_explicit(&pl_team.range[p], PL_WORD(gen, lo, hi), memory_order_relaxed);
+            }
             atomic_store(&pl_team.job, PL_WORD(gen, n, left)); /* publishes the job */
-            if (atomic_load(&pl_team.sleepers) > 0) {
+            const bool woke = atomic_load(&pl_team.sleepers) > 0;
+            if (woke) {
                 pthread_mutex_lock(&pl_team.lock);
                 pthread_cond_broadcast(&pl_team.work);
                 pthread_mutex_unlock(&pl_team.lock);
@@ -572,10 +611,23 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                 }
             }
             /* Slower than the caller's own pace over the whole copy, by more
-             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS. */
+             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS.
+             * A copy engaged as one of a run has no spin's worth to spare:
+             * its team hurt when the caller waited for the others' chunks
+             * a quarter as long as it ran its own (a worker stopped while
+             * holding one), or when the workers, awake, ran none of it
+             * (they are not getting a core; a worker just woken may well
+             * arrive after the copy, and polls for the next one).  Its
+             * caller's pace is no measure of it alone: half the copy in
+             * each core's L2 makes every chunk faster.  With one busy
+             * process on the 2-core VM, 1 MiB transposes in runs (python -m
+             * pylayout bench --only oversubscribed) were up to 1.47x slower
+             * at 2 threads than at 1 without this. */
             const int64_t t2 = pl_now_ns();
             const int64_t alone = (t1 - t0) * nchunks / mine;
-            if (t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9) {
+            const bool hurt = by_run ? (t2 - t1) * 4 > t1 - t0 || (mine == nchunks && !woke)
+                                     : t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9;
+            if (hurt) {
                 int64_t pen = pl_team.penalty * 2;
                 pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
                 pl_team.alone_until = t2 + pl_team.penalty;
@@ -583,6 +635,8 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                 pl_team.penalty = 0;
             }
             atomic_store_explicit(&pl_team.busy, false, memory_order_release);
+            if (pl_run_copy_end < 0)
+                pl_run_copy_end = t2;
             return entitled;
         }
         atomic_store_explicit(&pl_team.busy, false, memory_order_release);
@@ -591,6 +645,10 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
     (void)nthreads;
 #endif
     pl_run_alone(fn, span, ctx, c, nchunks);
+#ifdef _OPENMP
+    if (pl_run_copy_end < 0)
+        pl_run_copy_end = pl_now_ns();
+#endif
     return entitled;
 }
 
@@ -676,7 +734,7 @@ int _pylayout_copy_threads(void)
 
 /* Copies smaller than this are not even cut into chunks (and timed, see
  * PL_ENGAGE_NS): on the 2-core dev VM one thread copies 1 MiB in 13-27 us
- * (memcpy, step-2 gathers, transposes; 94 us for the 512 x 512 float32
+ * (memcpy, step-2 gathers, transposes; 24-36 us for the 512 x 512 float32
  * transpose, which is 1 MiB), and cutting a copy into chunks costs 0.3-0.8 us
  * whether or not the team then helps. */
 #define PL_PARALLEL_MIN_BYTES_DEFAULT ((int64_t)1 << 20)

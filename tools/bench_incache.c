@@ -8,6 +8,10 @@
  *
  *   build/tools/bench_incache [rounds] [threads]          the default shapes
  *   build/tools/bench_incache [rounds] [threads] R C ...  R x C sources
+ *
+ * BENCH_OFFSET=n puts both buffers n bytes past a line instead of 16 (0:
+ * on lines, as torch's buffers are); BENCH_DOFF=n moves dst n bytes more
+ * (its page offset relative to src).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -28,12 +32,16 @@ static void *xalloc(size_t n) { return bench_alloc(n, 4096); }
 /* The src of R x C, transposed into a dense C x R dst. */
 static void bench(int64_t R, int64_t C, int rounds)
 {
+    const char *off_env = getenv("BENCH_OFFSET"); /* bytes past a line; 16 unless set */
+    const uint64_t offset = off_env != NULL ? (uint64_t)atoi(off_env) : 16;
+    const char *doff_env = getenv("BENCH_DOFF"); /* extra dst offset (bytes) */
+    const uint64_t doff = doff_env != NULL ? (uint64_t)atoi(doff_env) : 0;
     const size_t bytes = (size_t)(R * C) * 4;
-    char *a = xalloc(bytes + 64), *b = xalloc(bytes + 64);
+    char *a = xalloc(bytes + 64), *b = xalloc(bytes + 64 + doff);
     int64_t shape[2] = {C, R}, sstr[2] = {1, C};
     DLDataType f32 = {kDLFloat, 32, 1};
-    DLTensor src = {a, {kDLCPU, 0}, 2, f32, shape, sstr, 16};
-    DLTensor dst = {b, {kDLCPU, 0}, 2, f32, shape, NULL, 16};
+    DLTensor src = {a, {kDLCPU, 0}, 2, f32, shape, sstr, offset};
+    DLTensor dst = {b, {kDLCPU, 0}, 2, f32, shape, NULL, offset + doff};
     const int reps = (int)(20000000 / bytes) + 10;
     double tp = 1e30, tm = 1e30;
     for (int r = 0; r < rounds; r++) {
@@ -47,7 +55,7 @@ static void bench(int64_t R, int64_t C, int rounds)
         tp = t < tp ? t : tp;
         t0 = now();
         for (int k = 0; k < reps; k++) {
-            memcpy(b + 16, a + 16, bytes);
+            memcpy(b + offset + doff, a + offset, bytes);
             __asm__ __volatile__("" : : "r"(b) : "memory");
         }
         t = (now() - t0) / reps;

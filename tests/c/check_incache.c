@@ -166,10 +166,70 @@ START_TEST(test_parallel)
 }
 END_TEST
 
+/* The same copy K times back to back into K fresh dst buffers, then every
+ * one checked: at 2 threads, a run of 1 MiB-and-up copies (each 20-40 us
+ * alone) engages the team from its second copy on (PL_ENGAGE_RUN_NS in
+ * threads.c), with the split it keeps from copy to copy (the caller's
+ * share first, less what it ran alone before engaging). */
+#define REPEATS 6
+static void run_repeated(const tcase2 *c, size_t soff, size_t doff, unsigned seed)
+{
+    const int64_t R = c->rows, C = c->cols;
+    const size_t sbytes = (size_t)(R * C) * 4 + soff, dspan = (size_t)(R * C) * 4;
+    const size_t dtotal = (GUARD + doff + dspan + GUARD + 63) / 64 * 64;
+    unsigned char *sbuf = aligned_alloc(64, (sbytes + 63) / 64 * 64);
+    unsigned char *dbuf[REPEATS];
+    ck_assert_ptr_nonnull(sbuf);
+    for (size_t i = 0; i < sbytes; i++)
+        sbuf[i] = (unsigned char)test_rand(&seed, 256);
+    const int64_t shape[2] = {C, R}, sstr[2] = {1, C}, dstr[2] = {R, 1};
+    const DLDataType f32 = {kDLFloat, 32, 1};
+    DLTensor s = dl_make(sbuf, 2, shape, sstr, f32, soff);
+    DLTensor d[REPEATS];
+    for (int k = 0; k < REPEATS; k++) {
+        dbuf[k] = aligned_alloc(64, dtotal);
+        ck_assert_ptr_nonnull(dbuf[k]);
+        memset(dbuf[k], SENTINEL, dtotal);
+        d[k] = dl_make(dbuf[k], 2, shape, dstr, f32, GUARD + doff);
+    }
+    for (int k = 0; k < REPEATS; k++)
+        ck_assert_int_eq(pylayout_copy(&s, &d[k]), PYLAYOUT_OK);
+    const unsigned char *src = sbuf + soff;
+    for (int k = 0; k < REPEATS; k++) {
+        const unsigned char *dst = dbuf[k] + GUARD + doff;
+        ck_assert_msg(first_written(dbuf[k], GUARD + doff) == GUARD + doff, "copy %d: bytes before dst written", k);
+        ck_assert_msg(first_written(dst + dspan, dtotal - (GUARD + doff + dspan)) == dtotal - (GUARD + doff + dspan),
+                      "copy %d: bytes after dst written", k);
+        for (int64_t j = 0; j < C; j++)
+            for (int64_t i = 0; i < R; i++)
+                if (memcmp(dst + (j * R + i) * 4, src + (i * C + j) * 4, 4) != 0)
+                    ck_abort_msg("copy %d of %lld x %lld (soff %zu, doff %zu): dst[%lld][%lld] differs", k,
+                                 (long long)R, (long long)C, soff, doff, (long long)j, (long long)i);
+        free(dbuf[k]);
+    }
+    free(sbuf);
+}
+
+static void run_repeated_set(int threads, void *ctx)
+{
+    (void)ctx;
+    static const tcase2 cases[] = {{512, 512, 0, 0}, {724, 362, 0, 0}, {600, 520, 0, 0}, {1024, 256, 0, 0}};
+    static const size_t offs[] = {0, 0, 16, 16, 4, 60};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int o = 0; o < 3; o++)
+            run_repeated(&cases[i], offs[2 * o], offs[2 * o + 1], (unsigned)(i * 31 + o * 7 + threads));
+}
+
+START_TEST(test_repeated)
+{
+    at_1_and_2_threads(run_repeated_set, NULL);
+}
+END_TEST
+
 static Suite *incache_suite(void)
 {
     const tcase_spec cases[] = {
-        TCASE("f32", TEST(test_square), TEST(test_strips), TEST(test_rect), TEST(test_parallel)),
+        TCASE("f32", TEST(test_square), TEST(test_strips), TEST(test_rect), TEST(test_parallel), TEST(test_repeated)),
     };
     return SUITE_OF("incache", cases, 300);
 }

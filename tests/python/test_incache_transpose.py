@@ -52,6 +52,26 @@ def check(a, dst_off):
     assert raw[lo:lo + nbytes].tobytes() == want.view(np.uint8).tobytes(), ("copy_into", a.shape, dst_off)
     assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + nbytes:] != SENT), "guard bytes written"
 
+def repeated(a, dst_off, times=6):
+    # the same copy back to back into fresh outputs, checked afterwards: at 2
+    # threads a run of 1 MiB-and-up copies engages the team from its second
+    # copy on, with the split it keeps from copy to copy (threads.c)
+    want = np.ascontiguousarray(a.T).view(np.uint8).tobytes()
+    view = a.T if oracle == "numpy" else torch.from_numpy(a).T
+    nbytes = a.size * 4
+    raws, dsts = [], []
+    for _ in range(times):
+        raw = np.full(nbytes + dst_off + 192, SENT, np.uint8)
+        lo = (-raw.ctypes.data) % 64 + dst_off
+        region = raw[lo:lo + nbytes].view(np.float32).reshape(a.shape[::-1])
+        raws.append((raw, lo))
+        dsts.append(region if oracle == "numpy" else torch.from_numpy(region))
+    for dst in dsts:
+        pl.copy_into(dst, view)
+    for k, (raw, lo) in enumerate(raws):
+        assert raw[lo:lo + nbytes].tobytes() == want, ("repeated copy_into", k, a.shape, dst_off)
+        assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + nbytes:] != SENT), "guard bytes written"
+
 def run():
     cases = [(n, n, 0) for n in (16, 33, 64, 96, 127, 128, 200, 255, 256, 257, 362, 511, 512)]
     cases += [(256, 79, 0), (256, 97, 0), (512, 100, 0), (512, 47, 0), (1024, 70, 0), (768, 90, 0),
@@ -62,6 +82,9 @@ def run():
         for i, (rows, cols, pad) in enumerate(cases):
             for soff, doff in ((0, 0), (16, 16), (4, 60), (48, 12)):
                 check(source(rows, cols, pad, soff, i), doff)
+        for i, (rows, cols) in enumerate(((512, 512), (724, 362), (600, 520))):
+            for soff, doff in ((0, 0), (16, 16), (4, 60)):
+                repeated(source(rows, cols, 0, soff, 100 + i), doff)
     print("simd=" + pl.info()["simd"], "cases", len(cases))
 
 run()
