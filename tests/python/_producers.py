@@ -337,6 +337,20 @@ class RecordingProducer(_Producer):
         return self._export(self.factory(kw))
 
 
+class DLPackOnly:
+    """Another producer's tensor seen only through its __dlpack__ (no buffer,
+    no exchange API): the path pylayout takes for producers it does not know."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, **kw):
+        return self.tensor.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
 def exchange_api_of(obj_or_type):
     """The DLPackExchangeAPI struct behind `type.__dlpack_c_exchange_api__` (a capsule), or None."""
     tp = obj_or_type if isinstance(obj_or_type, type) else type(obj_or_type)

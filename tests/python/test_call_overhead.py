@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import pylayout as pl
+from _producers import DLPackOnly
 from pylayout import _core
 
 torch = pytest.importorskip("torch")
@@ -250,17 +251,7 @@ def test_types_remembered_as_not_torch_never_include_torch_and_stay_few():
     pl.contiguous(np.zeros((3, 2)).T)
     assert np.ndarray in pl._plain
 
-    class Producer:
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, **kw):
-            return self.a.__dlpack__(**kw)
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
     for _ in range(100):  # a new type each time, as code that makes classes in a loop would
-        kind = type("P", (Producer,), {})
+        kind = type("P", (DLPackOnly,), {})
         assert np.array_equal(np.from_dlpack(pl.contiguous(kind(np.ones((2, 3)).T))), np.ones((3, 2)))
     assert len(pl._plain) <= pl._PLAIN_MAX

@@ -15,23 +15,11 @@ import numpy as np
 import pytest
 
 import pylayout as pl
+from _producers import DLPackOnly  # the path every producer but an exact ndarray takes
 from pylayout import _core
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
           np.float16, np.float32, np.float64, np.complex64, np.complex128]
-
-
-class DLPackOnly:
-    """The same array seen only through __dlpack__: the path every producer but an exact ndarray takes."""
-
-    def __init__(self, a):
-        self.a = a
-
-    def __dlpack__(self, **kw):
-        return self.a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.a.__dlpack_device__()
 
 
 def layouts(rng, ndim, dtype):
