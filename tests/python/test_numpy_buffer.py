@@ -142,7 +142,10 @@ def test_copy_into_refuses_overlap_between_numpy_views():
 
 
 def test_subclasses_still_take_the_dlpack_path():
-    m = np.matrix(np.arange(6, dtype=np.float32).reshape(2, 3)).T
+    class Sub(np.ndarray):
+        pass
+
+    m = np.arange(6, dtype=np.float32).reshape(2, 3).view(Sub).T
     c = pl.contiguous(m)
     assert type(c) is np.ndarray and c.flags.c_contiguous and np.array_equal(c, np.asarray(m))
 
