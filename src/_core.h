@@ -246,6 +246,15 @@ static inline void _plext_operand_init(operand *op)
     op->dl = NULL;
 }
 
+PyObject *_plext_lookup_attr(PyObject **slot, const char *module, const char *name);
+
+/* *slot, looked up on first use as module.name (the module imported then):
+ * the numpy and torch callables pylayout calls never make either a
+ * dependency to build or import.  Borrowed; NULL with an error. */
+static inline PyObject *_plext_lazy_attr(PyObject **slot, const char *module, const char *name)
+{
+    return *slot ? *slot : _plext_lookup_attr(slot, module, name);
+}
 bool _plext_is_ndarray(core_state *state, PyObject *obj);
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
 int _plext_operand_guard(operand *op);

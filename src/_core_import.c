@@ -380,6 +380,14 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
     return res;
 }
 
+PyObject *_plext_lookup_attr(PyObject **slot, const char *module, const char *name)
+{
+    PyObject *m = PyImport_ImportModule(module);
+    *slot = m ? PyObject_GetAttrString(m, name) : NULL;
+    Py_XDECREF(m);
+    return *slot;
+}
+
 /* ------------------------------------------------------------- operands */
 
 /* Whether obj is exactly a numpy.ndarray (no subclass), without importing
@@ -508,15 +516,8 @@ int _plext_operand_guard(operand *op)
  * is imported by then: a torch tensor is in hand).  0, or -1 with an error. */
 static int torch_route_hooks(core_state *state)
 {
-    if (!state->is_wrapped) {
-        PyObject *c = PyImport_ImportModule("torch._C");
-        PyObject *ft = c ? PyObject_GetAttrString(c, "_functorch") : NULL;
-        state->is_wrapped = ft ? PyObject_GetAttrString(ft, "is_functorch_wrapped_tensor") : NULL;
-        Py_XDECREF(ft);
-        Py_XDECREF(c);
-        if (!state->is_wrapped)
-            return -1;
-    }
+    if (!_plext_lazy_attr(&state->is_wrapped, "torch._C._functorch", "is_functorch_wrapped_tensor"))
+        return -1;
     if (!state->forward_ad && !(state->forward_ad = PyImport_ImportModule("torch.autograd.forward_ad")))
         return -1;
     return 0;
@@ -683,21 +684,13 @@ int _plext_operand_written(core_state *state, operand *op)
 {
     if (!op->is_torch)
         return 0;
-    if (!state->increment_version) {
-        /* torch._C._increment_version, which torch.autograd.graph's public
-         * increment_version calls with a tuple of tensors (one Python frame
-         * less per write: 0.1 us); the public one where it is missing. */
-        PyObject *c = PyImport_ImportModule("torch._C");
-        state->increment_version = c ? PyObject_GetAttrString(c, "_increment_version") : NULL;
-        Py_XDECREF(c);
-        if (!state->increment_version) {
-            PyErr_Clear();
-            PyObject *graph = PyImport_ImportModule("torch.autograd.graph");
-            state->increment_version = graph ? PyObject_GetAttrString(graph, "increment_version") : NULL;
-            Py_XDECREF(graph);
-            if (!state->increment_version)
-                return -1;
-        }
+    /* torch._C._increment_version, which torch.autograd.graph's public
+     * increment_version calls with a tuple of tensors (one Python frame less
+     * per write: 0.1 us); the public one where it is missing. */
+    if (!state->increment_version && !_plext_lazy_attr(&state->increment_version, "torch._C", "_increment_version")) {
+        PyErr_Clear();
+        if (!_plext_lazy_attr(&state->increment_version, "torch.autograd.graph", "increment_version"))
+            return -1;
     }
     PyObject *tensors = PyTuple_Pack(1, op->obj); /* both take a tuple of tensors */
     PyObject *r = tensors ? PyObject_CallOneArg(state->increment_version, tensors) : NULL;
@@ -763,16 +756,8 @@ static PyObject *ndarray_like(core_state *state, PyObject *like, PyObject *wrapp
     const DLDataType dt = ((TensorObject *)wrapped)->dl->dtype;
     if (dt.code == kDLComplex && dt.bits == 32)
         return wrapped;
-    if (!state->np_from_dlpack) {
-        PyObject *np = PyImport_ImportModule("numpy");
-        state->np_from_dlpack = np ? PyObject_GetAttrString(np, "from_dlpack") : NULL;
-        Py_XDECREF(np);
-        if (!state->np_from_dlpack) {
-            Py_DECREF(wrapped);
-            return NULL;
-        }
-    }
-    PyObject *out = PyObject_CallOneArg(state->np_from_dlpack, wrapped);
+    PyObject *from_dlpack = _plext_lazy_attr(&state->np_from_dlpack, "numpy", "from_dlpack");
+    PyObject *out = from_dlpack ? PyObject_CallOneArg(from_dlpack, wrapped) : NULL;
     Py_DECREF(wrapped);
     return out;
 }
