@@ -218,9 +218,10 @@ bool _plext_is_our_tensor(PyObject *obj);
  *   operand_init    before anything: an operand release may be given;
  *   operand_take    phase 1, Python: imports the producer (its __dlpack__,
  *                   its buffer for an exact numpy.ndarray, or nothing yet
- *                   for a torch tensor);
+ *                   for a torch tensor): the metadata to decide with;
  *   operand_guard   phase 1, Python: torch's guards, before data is read;
- *   operand_memory  phase 2, no Python: reads the DLTensor to use now;
+ *   operand_memory  phase 2, no Python: reads the DLTensor to use now (a
+ *                   torch tensor's afresh; an ndarray's checked afresh);
  *   operand_written after the memory is done: rule 3;
  *   operand_release last: may run producer deleters, hence Python. */
 typedef struct {
@@ -231,6 +232,7 @@ typedef struct {
     bool is_torch;
     bool meta_only;                /* a torch tensor described from its Python metadata */
     bool grad_checked;             /* operand_route found requires_grad false: the guard skips it */
+    bool ndarray;                  /* an exact numpy.ndarray: operand_memory asks its buffer again */
     uint64_t flags;
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */

@@ -27,9 +27,12 @@
  *     no Python objects are made, no reference that could run a finaliser is
  *     dropped.  Holding torch's DLPack export does not keep its memory (the
  *     export shares the TensorImpl; set_() and resize_() swap the storage
- *     under it), so a torch pointer is always read late, never kept.  Every
- *     other producer's export keeps its memory, an exact numpy.ndarray's
- *     buffer export included (take_ndarray), so theirs are read in phase 1.
+ *     under it), so a torch pointer is always read late, never kept.  Nor
+ *     does NumPy's, quite: a.resize(..., refcheck=False) frees an array's
+ *     memory while a buffer or DLPack export of it is held, so an exact
+ *     ndarray's export is checked in phase 2 against the array's buffer,
+ *     asked again (ndarray_unchanged).  Every other producer's export keeps
+ *     its memory, so theirs are read in phase 1.
  *     Another *thread* mutating an operand during a copy is a data race, as
  *     it is for torch's own ops.
  *  2. A result that aliases a torch tensor's memory is a torch view of it:
@@ -433,9 +436,9 @@ static bool buffer_dtype(const char *f, Py_ssize_t itemsize, DLDataType *dt)
 /* An exact numpy.ndarray is taken through its buffer export rather than its
  * __dlpack__: the same memory, described the same way, without a capsule,
  * a deleter or a Tensor object (at 1 KB the exchange was most of a call).
- * The export keeps the memory as numpy's DLPack export does: the array is
- * referenced and cannot be resized while exported (rule 1's "late" read is
- * for torch, whose export does not keep its memory).  Returns 1 when
+ * The export keeps the array referenced, and resizing it refused, as
+ * numpy's DLPack export does; resize(refcheck=False) is not refused, hence
+ * the check in phase 2 (ndarray_unchanged).  Returns 1 when
  * taken, 0 when the array goes through __dlpack__ after all (a dtype or
  * strides DLPack does not describe as a buffer does: that path answers or
  * refuses it with its own words), -1 on error. */
@@ -475,7 +478,7 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
     memset(op, 0, offsetof(operand, dims));
     op->state = state;
     op->obj = obj;
-    if (_plext_is_ndarray(state, obj)) {
+    if ((op->ndarray = _plext_is_ndarray(state, obj))) {
         int r = take_ndarray(op);
         if (r != 0)
             return r < 0 ? -1 : 0;
@@ -652,17 +655,50 @@ done:
     return rc;
 }
 
+/* Phase 2 for an exact ndarray: whether the memory its phase-1 export
+ * described (dl) is still the array's.  Python code run since then (a
+ * finaliser, a replaced numpy.empty, another operand's __dlpack__) may have
+ * called a.resize(..., refcheck=False) or a.__setstate__(...), which free
+ * the memory under any export, so numpy's buffer is asked again (numpy's C,
+ * no Python, on an exact ndarray).  Its pointer and shape must be dl's; for
+ * an operand taken through its buffer, its strides, format and writability
+ * too.  0, or -1 with BufferError. */
+static int ndarray_unchanged(operand *op, const DLTensor *dl)
+{
+    for (int i = 0; i < dl->ndim; i++)
+        if (dl->shape[i] == 0)
+            return 0; /* no memory is read */
+    Py_buffer now;
+    if (PyObject_GetBuffer(op->obj, &now, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        now.obj = NULL;
+    }
+    const Py_buffer *was = &op->view;
+    bool same = now.obj && now.ndim == dl->ndim && (char *)now.buf == (char *)dl->data + dl->byte_offset;
+    for (int i = 0; same && i < now.ndim; i++)
+        same = now.shape[i] == dl->shape[i];
+    if (same && was->obj) {
+        same = now.itemsize == was->itemsize && now.readonly == was->readonly && !strcmp(now.format, was->format);
+        for (int i = 0; same && i < now.ndim; i++)
+            same = now.strides[i] == was->strides[i];
+    }
+    if (now.obj)
+        PyBuffer_Release(&now); /* the array is still referenced: no finaliser runs */
+    if (same)
+        return 0;
+    PyErr_SetString(PyExc_BufferError, "a numpy array's memory was replaced (resize(refcheck=False) or "
+                                       "__setstate__) while pylayout was taking the operands; nothing was read "
+                                       "or written");
+    return -1;
+}
+
 /* Phase 2: the DLTensor to use from now on.  For a data operation
  * (for_data) no Python code runs here on success. */
 int _plext_operand_memory(operand *op, bool for_data)
 {
-    if (op->view.obj) {
-        op->dl = &op->scratch;
-        return 0;
-    }
     if (!op->late) {
-        op->dl = ((TensorObject *)op->held)->dl;
-        return 0;
+        op->dl = op->view.obj ? &op->scratch : ((TensorObject *)op->held)->dl;
+        return for_data && op->ndarray ? ndarray_unchanged(op, op->dl) : 0;
     }
     if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
         op->dl = &op->scratch;

@@ -152,12 +152,12 @@ static PyObject *numpy_empty(core_state *state, PyObject *shape, PyObject *dtype
  * with no error set where the caller converts as for any producer: other
  * formats; results over SMALL_COPY_BYTES, which pylayout allocates (its
  * reuse cache, and its retry after releasing the cache when memory runs
- * short); and a MemoryError from numpy.empty, for that retry.  x's memory
- * is its buffer export's, kept while it is held, so the Python work of
- * making the result may come before the copy. */
+ * short); and a MemoryError from numpy.empty, for that retry.  The
+ * result is made first, and x's memory read after (phase 2 from there):
+ * numpy.empty is Python, and may be anyone's. */
 static PyObject *ndarray_convert(core_state *state, operand *x, pylayout_format fmt)
 {
-    const DLTensor *dl = x->dl;
+    const DLTensor *dl = x->dl; /* phase 1's metadata */
     if ((fmt != PYLAYOUT_FORMAT_CONTIGUOUS && fmt != PYLAYOUT_FORMAT_FORTRAN) || !_plext_is_small(dl))
         return NULL;
     PyObject *dtype = PyObject_GetAttr(x->obj, state->str_dtype);
@@ -191,12 +191,14 @@ static PyObject *ndarray_convert(core_state *state, operand *x, pylayout_format 
         PyErr_Clear();
         return NULL;
     }
+    /* phase 2: x's memory is checked to be dl's still, then copied */
+    int memory = _plext_operand_memory(x, true);
     DLTensor d = {v.buf, dl->device, dl->ndim, dl->dtype, dl->shape, strides, 0};
-    pylayout_status st = pylayout_copy(dl, &d); /* small: with the GIL, see SMALL_COPY_BYTES */
+    pylayout_status st = memory < 0 ? PYLAYOUT_OK : pylayout_copy(dl, &d); /* small: with the GIL */
     PyBuffer_Release(&v);
-    if (st != PYLAYOUT_OK) {
+    if (memory < 0 || st != PYLAYOUT_OK) {
         Py_DECREF(out);
-        return _plext_raise_status(st);
+        return memory < 0 ? NULL : _plext_raise_status(st);
     }
     return out;
 }
@@ -211,6 +213,11 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
 {
     pylayout_tensor *out = NULL;
     pylayout_status st;
+    if (x->view.obj && !order) { /* reads the memory itself, after making its result */
+        PyObject *res = ndarray_convert(state, x, fmt);
+        if (res || PyErr_Occurred())
+            return res;
+    }
     /* ready: the caller has run the guard and read the memory already */
     if (!ready && (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0)) /* phase 2 from here */
         return NULL;
@@ -221,11 +228,6 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
     }
     if (_plext_check_host(x->dl, "the input") < 0)
         return NULL;
-    if (x->view.obj && !order) {
-        PyObject *res = ndarray_convert(state, x, fmt);
-        if (res || PyErr_Occurred())
-            return res;
-    }
     const DLTensor *dl = x->dl;
     if (_plext_is_small(dl)) { /* keeping the GIL is cheaper than the two switches */
         st = order ? pylayout_convert_order(dl, order, &out) : pylayout_convert(dl, fmt, &out);
@@ -317,9 +319,12 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
     /* A refusal by the guard or by torch's export goes to the full path,
      * which gives the same answer (x itself if it is already in format, a
      * conj-bit tensor included) or says why. */
-    if (route == 0 && (_plext_operand_guard(&x) < 0 || _plext_operand_memory(&x, true) < 0)) {
+    /* A torch tensor's memory is read here, once, for its device and for
+     * torch's refusals; any other operand's when it is copied (an ndarray's
+     * small result is made first: ndarray_convert). */
+    if (route == 0 && (_plext_operand_guard(&x) < 0 || _plext_operand_memory(&x, x.is_torch) < 0)) {
         if (!x.is_torch)
-            goto done; /* phase 2 from here */
+            goto done;
         PyErr_Clear();
         route = 1;
     }
@@ -329,7 +334,7 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
         res = route > 0 ? Py_NewRef(Py_NotImplemented) : NULL;
         goto done;
     }
-    res = convert_in_format(state, &x, fmt, -1, true);
+    res = convert_in_format(state, &x, fmt, -1, x.is_torch);
 done:
     _plext_operand_release(&x);
     return res;

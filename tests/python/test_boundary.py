@@ -175,6 +175,62 @@ def test_pack_complex_reads_the_memory_after_the_dlpack_calls(torch):
     assert torch.equal(z, torch.complex(replacement, torch.full((8,), 2.0)))
 
 
+class _ResizesOnDlpack:
+    """A plain producer whose __dlpack__ frees a NumPy operand's memory:
+    resize(refcheck=False) reallocates it although pylayout holds its buffer
+    or DLPack export."""
+
+    def __init__(self, inner, victim):
+        self.inner, self.victim = inner, victim
+
+    def __dlpack__(self, **kw):
+        self.victim.resize((1 << 23,), refcheck=False)
+        return self.inner.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.inner.__dlpack_device__()
+
+
+@pytest.mark.parametrize("case", ["copy_into buffer dst", "copy_into dlpack dst", "pack_complex re",
+                                  "contiguous numpy.empty"])
+def test_numpy_memory_freed_under_its_export(np, case):
+    """An exact ndarray's memory is checked after the last Python code has run
+    (another operand's __dlpack__, or the numpy.empty that makes a small
+    result): BufferError, nothing read or written.  Before, the first three
+    died of SIGSEGV (16 MiB blocks, unmapped when freed) and contiguous()
+    copied out of the freed 1 KB, where its own result had just been put."""
+    out = in_child(f"""
+import numpy as np
+sys.path.insert(0, {os.path.dirname(__file__)!r})
+from test_boundary import _ResizesOnDlpack
+case = {case!r}
+if case.startswith("copy_into"):          # dst taken first: its buffer (2-D) or its __dlpack__ (a size-1 dim)
+    shape = (2048, 2048) if "buffer" in case else (1, 2048, 2048)
+    dst = np.zeros(shape, np.float32)
+    call = lambda: pl.copy_into(dst, _ResizesOnDlpack(np.ones(shape, np.float32), dst))
+elif case == "pack_complex re":
+    re = np.ones((2048, 2048), np.float32)
+    call = lambda: pl.pack_complex(re, _ResizesOnDlpack(np.ones((2048, 2048), np.float32), re))
+else:
+    a = np.asfortranarray(np.arange(256, dtype=np.float32).reshape(16, 16))
+    real = np.empty
+    def resizing_empty(shape, dtype, *order):
+        a.resize((1 << 23,), refcheck=False)
+        return real(shape, dtype, *order)
+    np.empty = resizing_empty             # looked up on first use: the one pylayout calls
+    call = lambda: pl.contiguous(a)
+try:
+    call()
+    raise SystemExit("used the memory the array had before it was resized")
+except BufferError as e:
+    assert "replaced" in str(e), e
+if case.startswith("copy_into"):
+    assert dst.shape == (1 << 23,) and not dst[:16].any()   # the new memory: nothing written
+print("ok")
+""")
+    assert out.strip().endswith("ok")
+
+
 @pytest.mark.parametrize("where", ["empty_shape", "empty_order", "to_order"])
 def test_index_that_clears_the_list(where):
     """Sequences are snapshotted before their items' __index__ runs (torch and

@@ -178,3 +178,4 @@ def test_a_replaced_numpy_empty_is_not_trusted():
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
