@@ -265,6 +265,10 @@ def test_bench_goal_rows_with_spread():
     for row in bench_rows(out, "permute 5-D").values():
         for column in ("convert: pylayout", "memcpy (thr threads)", "/ memcpy", "x torch"):
             assert SPREAD.match(row[column]), (column, row[column])
+    for size in ("64 KB", "256 KB", "1 MB"):
+        for row in bench_rows(out, f"in-cache 2-D transpose {size}").values():
+            for column in ("pylayout, NumPy operands", "/ memcpy, NumPy operands"):
+                assert SPREAD.match(row[column]), (size, column, row[column])
     assert "multi-thread memcpy, CPU time / wall time" in out or THREADS == [1]
 
 
