@@ -660,9 +660,9 @@ done:
  * finaliser, a replaced numpy.empty, another operand's __dlpack__) may have
  * called a.resize(..., refcheck=False) or a.__setstate__(...), which free
  * the memory under any export, so numpy's buffer is asked again (numpy's C,
- * no Python, on an exact ndarray).  Its pointer and shape must be dl's; for
- * an operand taken through its buffer, its strides, format and writability
- * too.  0, or -1 with BufferError. */
+ * no Python, on an exact ndarray).  Its pointer, shape and writability
+ * must be those taken; for an operand taken through its buffer, its
+ * strides and format too.  0, or -1 with BufferError. */
 static int ndarray_unchanged(operand *op, const DLTensor *dl)
 {
     for (int i = 0; i < dl->ndim; i++)
@@ -674,11 +674,12 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
         now.obj = NULL;
     }
     const Py_buffer *was = &op->view;
-    bool same = now.obj && now.ndim == dl->ndim && (char *)now.buf == (char *)dl->data + dl->byte_offset;
+    bool same = now.obj && now.ndim == dl->ndim && (char *)now.buf == (char *)dl->data + dl->byte_offset &&
+                !now.readonly == !(op->flags & PYLAYOUT_FLAG_READ_ONLY);
     for (int i = 0; same && i < now.ndim; i++)
         same = now.shape[i] == dl->shape[i];
     if (same && was->obj) {
-        same = now.itemsize == was->itemsize && now.readonly == was->readonly && !strcmp(now.format, was->format);
+        same = now.itemsize == was->itemsize && !strcmp(now.format, was->format);
         for (int i = 0; same && i < now.ndim; i++)
             same = now.strides[i] == was->strides[i];
     }
@@ -686,9 +687,9 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
         PyBuffer_Release(&now); /* the array is still referenced: no finaliser runs */
     if (same)
         return 0;
-    PyErr_SetString(PyExc_BufferError, "a numpy array's memory was replaced (resize(refcheck=False) or "
-                                       "__setstate__) while pylayout was taking the operands; nothing was read "
-                                       "or written");
+    PyErr_SetString(PyExc_BufferError, "a numpy array changed while pylayout was taking the operands (its "
+                                       "memory replaced by resize(refcheck=False) or __setstate__, or its "
+                                       "shape, strides, dtype or writability set); nothing was read or written");
     return -1;
 }
 

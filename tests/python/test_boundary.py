@@ -223,12 +223,28 @@ try:
     call()
     raise SystemExit("used the memory the array had before it was resized")
 except BufferError as e:
-    assert "replaced" in str(e), e
+    assert "changed while pylayout was taking the operands" in str(e), e
 if case.startswith("copy_into"):
     assert dst.shape == (1 << 23,) and not dst[:16].any()   # the new memory: nothing written
 print("ok")
 """)
     assert out.strip().endswith("ok")
+
+
+class _SetsFlagOnDlpack(_ResizesOnDlpack):
+    def __dlpack__(self, **kw):
+        self.victim.flags.writeable = False
+        return self.inner.__dlpack__(**kw)
+
+
+def test_numpy_dst_made_read_only_under_its_export_is_not_written(np):
+    """dst was writable when copy_into took it and read-only by the time it
+    would be written (src's __dlpack__ set the flag): refused, not written."""
+    for shape in [(4, 4), (1, 4, 4)]:  # taken through its buffer, through its __dlpack__
+        dst = np.zeros(shape, np.float32)
+        with pytest.raises(BufferError, match="changed while pylayout was taking the operands"):
+            pl.copy_into(dst, _SetsFlagOnDlpack(np.ones(shape, np.float32), dst))
+        assert not dst.any() and not dst.flags.writeable
 
 
 @pytest.mark.parametrize("where", ["empty_shape", "empty_order", "to_order"])
