@@ -232,7 +232,6 @@ typedef struct {
     bool is_torch;
     bool meta_only;                /* a torch tensor described from its Python metadata */
     bool grad_checked;             /* operand_route found requires_grad false: the guard skips it */
-    bool ndarray;                  /* an exact numpy.ndarray: operand_memory asks its buffer again */
     uint64_t flags;
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */

@@ -478,7 +478,7 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
     memset(op, 0, offsetof(operand, dims));
     op->state = state;
     op->obj = obj;
-    if ((op->ndarray = _plext_is_ndarray(state, obj))) {
+    if (_plext_is_ndarray(state, obj)) {
         int r = take_ndarray(op);
         if (r != 0)
             return r < 0 ? -1 : 0;
@@ -665,9 +665,8 @@ done:
  * strides and format too.  0, or -1 with BufferError. */
 static int ndarray_unchanged(operand *op, const DLTensor *dl)
 {
-    for (int i = 0; i < dl->ndim; i++)
-        if (dl->shape[i] == 0)
-            return 0; /* no memory is read */
+    if (numel_of(dl) == 0)
+        return 0; /* no memory is read */
     Py_buffer now;
     if (PyObject_GetBuffer(op->obj, &now, PyBUF_RECORDS_RO) < 0) {
         PyErr_Clear();
@@ -699,7 +698,7 @@ int _plext_operand_memory(operand *op, bool for_data)
 {
     if (!op->late) {
         op->dl = op->view.obj ? &op->scratch : ((TensorObject *)op->held)->dl;
-        return for_data && op->ndarray ? ndarray_unchanged(op, op->dl) : 0;
+        return for_data && _plext_is_ndarray(op->state, op->obj) ? ndarray_unchanged(op, op->dl) : 0;
     }
     if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
         op->dl = &op->scratch;
@@ -724,7 +723,7 @@ int _plext_operand_written(core_state *state, operand *op)
     /* torch._C._increment_version, which torch.autograd.graph's public
      * increment_version calls with a tuple of tensors (one Python frame less
      * per write: 0.1 us); the public one where it is missing. */
-    if (!state->increment_version && !_plext_lazy_attr(&state->increment_version, "torch._C", "_increment_version")) {
+    if (!_plext_lazy_attr(&state->increment_version, "torch._C", "_increment_version")) {
         PyErr_Clear();
         if (!_plext_lazy_attr(&state->increment_version, "torch.autograd.graph", "increment_version"))
             return -1;

@@ -316,12 +316,12 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
     _plext_operand_init(&x);
     PyObject *res = NULL;
     int route = _plext_operand_take(state, args[0], &x) < 0 ? -1 : _plext_operand_route(&x);
-    /* A refusal by the guard or by torch's export goes to the full path,
-     * which gives the same answer (x itself if it is already in format, a
-     * conj-bit tensor included) or says why. */
     /* A torch tensor's memory is read here, once, for its device and for
      * torch's refusals; any other operand's when it is copied (an ndarray's
-     * small result is made first: ndarray_convert). */
+     * small result is made first: ndarray_convert).  A refusal by the guard
+     * or by torch's export goes to the full path, which gives the same
+     * answer (x itself if it is already in format, a conj-bit tensor
+     * included) or says why. */
     if (route == 0 && (_plext_operand_guard(&x) < 0 || _plext_operand_memory(&x, x.is_torch) < 0)) {
         if (!x.is_torch)
             goto done;

@@ -104,16 +104,24 @@ print("ok")
 
 
 class _FreesOnDlpack:
-    """A plain producer whose __dlpack__ frees another operand's storage."""
+    """A plain producer whose __dlpack__ frees another operand's storage: a
+    torch tensor's by set_() or resize_(), a NumPy array's by
+    resize(refcheck=False), which reallocates it although pylayout holds its
+    buffer or DLPack export; or ("writeable=False") makes that array read-only."""
 
-    def __init__(self, inner, victim, how, torch):
+    def __init__(self, inner, victim, how, torch=None):
         self.inner, self.victim, self.how, self.torch = inner, victim, how, torch
 
     def __dlpack__(self, **kw):
         if self.how == "set_":
             self.victim.set_(self.torch.zeros(0))
-        else:
+        elif self.how == "resize_":
             self.victim.resize_(2 * self.victim.numel())  # reallocates: the old storage is freed
+        elif self.how == "refcheck=False":
+            self.victim.resize((1 << 23,), refcheck=False)
+        else:
+            assert self.how == "writeable=False", self.how
+            self.victim.flags.writeable = False
         return self.inner.__dlpack__(**kw)
 
     def __dlpack_device__(self):
@@ -175,22 +183,6 @@ def test_pack_complex_reads_the_memory_after_the_dlpack_calls(torch):
     assert torch.equal(z, torch.complex(replacement, torch.full((8,), 2.0)))
 
 
-class _ResizesOnDlpack:
-    """A plain producer whose __dlpack__ frees a NumPy operand's memory:
-    resize(refcheck=False) reallocates it although pylayout holds its buffer
-    or DLPack export."""
-
-    def __init__(self, inner, victim):
-        self.inner, self.victim = inner, victim
-
-    def __dlpack__(self, **kw):
-        self.victim.resize((1 << 23,), refcheck=False)
-        return self.inner.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self.inner.__dlpack_device__()
-
-
 @pytest.mark.parametrize("case", ["copy_into buffer dst", "copy_into dlpack dst", "pack_complex re",
                                   "contiguous numpy.empty"])
 def test_numpy_memory_freed_under_its_export(np, case):
@@ -202,15 +194,15 @@ def test_numpy_memory_freed_under_its_export(np, case):
     out = in_child(f"""
 import numpy as np
 sys.path.insert(0, {os.path.dirname(__file__)!r})
-from test_boundary import _ResizesOnDlpack
+from test_boundary import _FreesOnDlpack
 case = {case!r}
 if case.startswith("copy_into"):          # dst taken first: its buffer (2-D) or its __dlpack__ (a size-1 dim)
     shape = (2048, 2048) if "buffer" in case else (1, 2048, 2048)
     dst = np.zeros(shape, np.float32)
-    call = lambda: pl.copy_into(dst, _ResizesOnDlpack(np.ones(shape, np.float32), dst))
+    call = lambda: pl.copy_into(dst, _FreesOnDlpack(np.ones(shape, np.float32), dst, "refcheck=False"))
 elif case == "pack_complex re":
     re = np.ones((2048, 2048), np.float32)
-    call = lambda: pl.pack_complex(re, _ResizesOnDlpack(np.ones((2048, 2048), np.float32), re))
+    call = lambda: pl.pack_complex(re, _FreesOnDlpack(np.ones((2048, 2048), np.float32), re, "refcheck=False"))
 else:
     a = np.asfortranarray(np.arange(256, dtype=np.float32).reshape(16, 16))
     real = np.empty
@@ -231,19 +223,13 @@ print("ok")
     assert out.strip().endswith("ok")
 
 
-class _SetsFlagOnDlpack(_ResizesOnDlpack):
-    def __dlpack__(self, **kw):
-        self.victim.flags.writeable = False
-        return self.inner.__dlpack__(**kw)
-
-
 def test_numpy_dst_made_read_only_under_its_export_is_not_written(np):
     """dst was writable when copy_into took it and read-only by the time it
     would be written (src's __dlpack__ set the flag): refused, not written."""
     for shape in [(4, 4), (1, 4, 4)]:  # taken through its buffer, through its __dlpack__
         dst = np.zeros(shape, np.float32)
         with pytest.raises(BufferError, match="changed while pylayout was taking the operands"):
-            pl.copy_into(dst, _SetsFlagOnDlpack(np.ones(shape, np.float32), dst))
+            pl.copy_into(dst, _FreesOnDlpack(np.ones(shape, np.float32), dst, "writeable=False"))
         assert not dst.any() and not dst.flags.writeable
 
 
