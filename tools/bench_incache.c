@@ -37,7 +37,7 @@ static void bench(int64_t R, int64_t C, int rounds)
     const char *doff_env = getenv("BENCH_DOFF"); /* extra dst offset (bytes) */
     const uint64_t doff = doff_env != NULL ? (uint64_t)atoi(doff_env) : 0;
     const size_t bytes = (size_t)(R * C) * 4;
-    char *a = xalloc(bytes + 64), *b = xalloc(bytes + 64 + doff);
+    char *a = xalloc(bytes + offset + 64), *b = xalloc(bytes + offset + doff + 64);
     int64_t shape[2] = {C, R}, sstr[2] = {1, C};
     DLDataType f32 = {kDLFloat, 32, 1};
     DLTensor src = {a, {kDLCPU, 0}, 2, f32, shape, sstr, offset};
