@@ -159,7 +159,7 @@ PYLAYOUT_API pylayout_status pylayout_dtype_itemsize(DLDataType dtype, size_t *i
  * complex64, float64 -> complex128), and the inverse.  Returns OK,
  * INVALID_ARGUMENT or UNSUPPORTED_DTYPE (no such pair). */
 PYLAYOUT_API pylayout_status pylayout_complex_dtype(DLDataType real, DLDataType *complex_ret);
-PYLAYOUT_API pylayout_status pylayout_real_dtype(DLDataType complex, DLDataType *real_ret);
+PYLAYOUT_API pylayout_status pylayout_real_dtype(DLDataType complex_dtype, DLDataType *real_ret);
 
 /* Whether the CPU can read and write `device`'s memory directly (CPU,
  * CUDAHost, ROCMHost, CUDAManaged): what pylayout's copies accept.

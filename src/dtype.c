@@ -151,15 +151,16 @@ pylayout_status pylayout_complex_dtype(DLDataType real, DLDataType *complex_ret)
     return PYLAYOUT_OK;
 }
 
-pylayout_status pylayout_real_dtype(DLDataType complex, DLDataType *real_ret)
+pylayout_status pylayout_real_dtype(DLDataType complex_dtype, DLDataType *real_ret)
 {
     if (!real_ret)
         return _pylayout_fail(PYLAYOUT_ERR_INVALID_ARGUMENT, "real_ret is NULL");
-    if (complex.code != kDLComplex || complex.lanes != 1 ||
-        (complex.bits != 32 && complex.bits != 64 && complex.bits != 128))
-        return _pylayout_fail(PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "%s is not complex32, complex64 or complex128",
-                              _pylayout_dtype_name(complex) ? _pylayout_dtype_name(complex) : "this dtype");
-    *real_ret = (DLDataType){kDLFloat, (uint8_t)(complex.bits / 2), 1};
+    if (complex_dtype.code != kDLComplex || complex_dtype.lanes != 1 ||
+        (complex_dtype.bits != 32 && complex_dtype.bits != 64 && complex_dtype.bits != 128))
+        return _pylayout_fail(
+            PYLAYOUT_ERR_UNSUPPORTED_DTYPE, "%s is not complex32, complex64 or complex128",
+            _pylayout_dtype_name(complex_dtype) ? _pylayout_dtype_name(complex_dtype) : "this dtype");
+    *real_ret = (DLDataType){kDLFloat, (uint8_t)(complex_dtype.bits / 2), 1};
     return PYLAYOUT_OK;
 }
 

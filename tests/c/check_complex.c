@@ -15,6 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <check.h>
+#include <complex.h> /* before pylayout.h, as a C user's may be: its `complex` and `I` macros */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
