@@ -155,7 +155,7 @@ pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst)
     const char *sbase = (const char *)src->data + src->byte_offset;
     char *dbase = (char *)dst->data + dst->byte_offset;
     const int n = pl_canonicalize(src, sstr, dstr, itemsize, &sbase, &dbase, shape, ss, ds);
-    _pylayout_copy_canonical(n, shape, ss, ds, itemsize, sbase, dbase, _pylayout_threads_setting());
+    _pylayout_copy_canonical(n, shape, ss, ds, itemsize, sbase, dbase, 0); /* 0: the setting, if it matters */
     _pylayout_clear_error();
     return PYLAYOUT_OK;
 }

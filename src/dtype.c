@@ -4,44 +4,54 @@
 
 #include "internal.h"
 
-/* Every dtype pylayout handles, named as NumPy and PyTorch spell them. */
+/* Every dtype pylayout handles, named as NumPy and PyTorch spell them:
+ * X(name, DLPack code, bits) for each, the one list both lookups below
+ * are made from. */
+#define PL_DTYPES(X) \
+    X("bool", kDLBool, 8) \
+    X("int8", kDLInt, 8) \
+    X("int16", kDLInt, 16) \
+    X("int32", kDLInt, 32) \
+    X("int64", kDLInt, 64) \
+    X("uint8", kDLUInt, 8) \
+    X("uint16", kDLUInt, 16) \
+    X("uint32", kDLUInt, 32) \
+    X("uint64", kDLUInt, 64) \
+    X("float16", kDLFloat, 16) \
+    X("float32", kDLFloat, 32) \
+    X("float64", kDLFloat, 64) \
+    X("bfloat16", kDLBfloat, 16) \
+    X("complex32", kDLComplex, 32) \
+    X("complex64", kDLComplex, 64) \
+    X("complex128", kDLComplex, 128) \
+    X("float8_e3m4", kDLFloat8_e3m4, 8) \
+    X("float8_e4m3", kDLFloat8_e4m3, 8) \
+    X("float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8) \
+    X("float8_e4m3fn", kDLFloat8_e4m3fn, 8) \
+    X("float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8) \
+    X("float8_e5m2", kDLFloat8_e5m2, 8) \
+    X("float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8) \
+    X("float8_e8m0fnu", kDLFloat8_e8m0fnu, 8)
+
+#define PL_DTYPE_ENTRY(name, code, bits) {name, code, bits},
 static const struct {
     const char *name;
     uint8_t code, bits;
-} dtypes[] = {
-    {"bool", kDLBool, 8},
-    {"int8", kDLInt, 8},
-    {"int16", kDLInt, 16},
-    {"int32", kDLInt, 32},
-    {"int64", kDLInt, 64},
-    {"uint8", kDLUInt, 8},
-    {"uint16", kDLUInt, 16},
-    {"uint32", kDLUInt, 32},
-    {"uint64", kDLUInt, 64},
-    {"float16", kDLFloat, 16},
-    {"float32", kDLFloat, 32},
-    {"float64", kDLFloat, 64},
-    {"bfloat16", kDLBfloat, 16},
-    {"complex32", kDLComplex, 32},
-    {"complex64", kDLComplex, 64},
-    {"complex128", kDLComplex, 128},
-    {"float8_e3m4", kDLFloat8_e3m4, 8},
-    {"float8_e4m3", kDLFloat8_e4m3, 8},
-    {"float8_e4m3b11fnuz", kDLFloat8_e4m3b11fnuz, 8},
-    {"float8_e4m3fn", kDLFloat8_e4m3fn, 8},
-    {"float8_e4m3fnuz", kDLFloat8_e4m3fnuz, 8},
-    {"float8_e5m2", kDLFloat8_e5m2, 8},
-    {"float8_e5m2fnuz", kDLFloat8_e5m2fnuz, 8},
-    {"float8_e8m0fnu", kDLFloat8_e8m0fnu, 8},
-};
+} dtypes[] = {PL_DTYPES(PL_DTYPE_ENTRY)};
+#undef PL_DTYPE_ENTRY
 
 const char *_pylayout_dtype_name(DLDataType dt)
 {
-    if (dt.lanes == 1)
-        for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
-            if (dtypes[i].code == dt.code && dtypes[i].bits == dt.bits)
-                return dtypes[i].name;
-    return NULL;
+    /* a switch, not a search of the table: every copy asks a few times */
+#define PL_DTYPE_CASE(name, code, bits) \
+    case (code) << 8 | (bits): return name;
+    if (dt.lanes != 1)
+        return NULL;
+    switch (dt.code << 8 | dt.bits) {
+        PL_DTYPES(PL_DTYPE_CASE)
+    default: return NULL;
+    }
+#undef PL_DTYPE_CASE
 }
 
 pylayout_status pylayout_dtype_name(DLDataType dtype, const char **name_ret)

@@ -163,7 +163,9 @@ void _pylayout_note_copy_threads(int n);
 
 /* Runs a canonical copy (copy.c): n dims of size > 1 with these byte
  * strides, dst strides positive and descending, src and dst at their first
- * elements (n == 0: one element), on at most nthreads threads. */
+ * elements (n == 0: one element), on at most nthreads threads (0: as many
+ * as pylayout's thread setting allows, asked only for a copy large enough
+ * to share). */
 void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
                               const char *src, char *dst, int nthreads);
 

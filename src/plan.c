@@ -489,9 +489,12 @@ void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     int64_t total_bytes = is;
     for (int k = 0; k < n; k++)
         total_bytes *= shape[k];
-    int nt = 1; /* threads for this copy: clamped to the machine only when it may go parallel */
-    if (nthreads > 1 && total_bytes >= _pylayout_parallel_min_bytes()) /* smaller: caller alone, unchunked */
+    int nt = 1; /* threads for this copy: asked for, and clamped to the machine, only when it may go parallel */
+    if (nthreads != 1 && total_bytes >= _pylayout_parallel_min_bytes()) { /* smaller: caller alone, unchunked */
+        if (nthreads < 1)
+            nthreads = _pylayout_threads_setting();
         nt = (int)pl_min(nthreads, _pylayout_machine_threads());
+    }
 
     if (n == 0) {
         _pylayout_note_copy_threads(1);
