@@ -18,6 +18,7 @@
  *   _core_exchange.c  pylayout's own DLPack C exchange API (the provider side)
  *   _core_layout.c    module functions: import, layout queries, conversions, copies
  *   _core_complex.c   module functions: complex views, packing and unpacking
+ *   _core_numpy.c     small ndarrays through NumPy's C ABI (contiguous's fast path)
  *   _core_module.c    configuration functions, docstrings, method table, module init
  */
 #ifndef PYLAYOUT_EXT_CORE_H
@@ -61,8 +62,13 @@ typedef struct {
     PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */
     PyTypeObject *ndarray_type;  /* numpy.ndarray, once one is seen (operands read through its buffer) */
     PyObject *np_empty;          /* numpy.empty, once a dense ndarray result is made */
+    void *const *np_api;         /* NumPy's C function table, once checked (_core_numpy.c) */
+    PyObject *np_api_capsule;    /* its capsule */
+    bool np_api_tried;           /* looked for once */
+    bool np_abi_off;             /* _core._numpy_abi(False): the general path only (tests) */
     PyObject *str_dtype;         /* "dtype" */
     PyObject *str_F;             /* "F", numpy.empty's Fortran order */
+    PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
     producer_entry producers[PRODUCER_SLOTS];
 } core_state;
@@ -271,6 +277,13 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy);
 PyObject *_plext_import_for_view(core_state *state, PyObject *x, const char *fn);
 PyObject *_plext_export_like(core_state *state, PyObject *like, pylayout_tensor *t);
 PyObject *_plext_export_through(const DLPackExchangeAPI *api, pylayout_tensor *t);
+
+/* ------------------------------------ _core_numpy.c: NumPy's C ABI */
+
+/* contiguous(x, fmt) of an exact ndarray x through NumPy's C ABI: the
+ * result (x itself when already in fmt), or NULL with no error set where
+ * the general path must answer, or NULL with an error. */
+PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format fmt);
 
 /* ----------------------------------------- _core_exchange.c: our C API */
 

@@ -308,10 +308,15 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
         PyErr_Format(PyExc_TypeError, "convert_or_route takes 2 positional arguments (%zd given)", nargs);
         return NULL;
     }
-    pylayout_format fmt;
-    if (_plext_parse_format_args(args[1], NULL, &fmt, true) < 0)
-        return NULL;
     core_state *state = get_state(module);
+    pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS; /* the default, passed as the same interned str */
+    if (args[1] != state->str_contiguous && _plext_parse_format_args(args[1], NULL, &fmt, true) < 0)
+        return NULL;
+    if (_plext_is_ndarray(state, args[0])) { /* small ones, without the exchange */
+        PyObject *res = _plext_numpy_convert(state, args[0], fmt);
+        if (res || PyErr_Occurred())
+            return res;
+    }
     operand x; /* not zero-filled: operand_take sets what is read */
     _plext_operand_init(&x);
     PyObject *res = NULL;

@@ -49,6 +49,21 @@ static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
     return count_of(pylayout_last_copy_threads, 0);
 }
 
+/* Test hook: whether contiguous's fast path for small ndarrays may use
+ * NumPy's C ABI (_core_numpy.c), so tests run both it and the general path;
+ * returns whether it is in use now, after the switch. */
+static PyObject *mod_numpy_abi(PyObject *module, PyObject *on)
+{
+    core_state *state = get_state(module);
+    if (on != Py_None) {
+        int v = PyObject_IsTrue(on);
+        if (v < 0)
+            return NULL;
+        state->np_abi_off = !v;
+    }
+    return PyBool_FromLong(!state->np_abi_off && state->np_api != NULL);
+}
+
 static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
 {
     (void)module;
@@ -257,6 +272,12 @@ PyDoc_STRVAR(last_copy_threads_doc,
 "The number of threads the calling thread's last copy was entitled to: a\n"
 "test hook for the thread-count rules (docs/reliability.md), never a timing.");
 
+PyDoc_STRVAR(numpy_abi_doc,
+"_numpy_abi($module, on, /)\n--\n\n"
+"Test hook: True lets contiguous() copy small ndarrays through NumPy's C ABI\n"
+"(the default), False sends them the general way, None changes nothing.\n"
+"Returns whether the ABI is in use: False until an ndarray has been converted.");
+
 PyDoc_STRVAR(set_cache_limit_doc,
 "set_cache_limit($module, nbytes, /)\n--\n\n"
 "Caps the bytes of released large outputs (>= 32 MiB) kept for reuse,\n"
@@ -348,6 +369,7 @@ static PyMethodDef module_methods[] = {
     {"set_num_threads", mod_set_num_threads, METH_O, set_num_threads_doc},
     {"get_num_threads", mod_get_num_threads, METH_NOARGS, get_num_threads_doc},
     {"_last_copy_threads", mod_last_copy_threads, METH_NOARGS, last_copy_threads_doc},
+    {"_numpy_abi", mod_numpy_abi, METH_O, numpy_abi_doc},
     {"set_cache_limit", mod_set_cache_limit, METH_O, set_cache_limit_doc},
     {"cache_info", mod_cache_info, METH_NOARGS, cache_info_doc},
     {"build_info", mod_build_info, METH_NOARGS, build_info_doc},
@@ -385,8 +407,9 @@ static int module_exec(PyObject *module)
     state->str_dtype = PyUnicode_InternFromString("dtype");
     state->str_F = PyUnicode_InternFromString("F");
     state->str_is_cpu = PyUnicode_InternFromString("is_cpu");
+    state->str_contiguous = PyUnicode_InternFromString("contiguous");
     if (!state->str_current_level || !state->str_dtype || !state->str_F || !state->str_is_cpu ||
-        !state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
+        !state->str_contiguous || !state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
         !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj || !state->str_is_neg)
         goto done;
     dlpack_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
@@ -410,6 +433,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->np_from_dlpack);
     Py_VISIT(state->ndarray_type);
     Py_VISIT(state->np_empty);
+    Py_VISIT(state->np_api_capsule);
     return 0;
 }
 
@@ -423,9 +447,12 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->np_from_dlpack);
     Py_CLEAR(state->ndarray_type);
     Py_CLEAR(state->np_empty);
+    Py_CLEAR(state->np_api_capsule);
+    state->np_api = NULL;
     Py_CLEAR(state->str_dtype);
     Py_CLEAR(state->str_F);
     Py_CLEAR(state->str_is_cpu);
+    Py_CLEAR(state->str_contiguous);
     Py_CLEAR(state->str_current_level);
     Py_CLEAR(state->str_dlpack);
     Py_CLEAR(state->str_exchange);

@@ -204,6 +204,7 @@ elif case == "pack_complex re":
     re = np.ones((2048, 2048), np.float32)
     call = lambda: pl.pack_complex(re, _FreesOnDlpack(np.ones((2048, 2048), np.float32), re, "refcheck=False"))
 else:
+    pl._core._numpy_abi(False)            # the general path: the ABI's calls no Python (test_numpy_buffer.py)
     a = np.asfortranarray(np.arange(256, dtype=np.float32).reshape(16, 16))
     real = np.empty
     def resizing_empty(shape, dtype, *order):

@@ -1,12 +1,15 @@
-"""Exact NumPy arrays taken through their buffer export (issue 16, 1 KB calls).
+"""Exact NumPy arrays, without __dlpack__ (issue 16, 1 KB calls).
 
 pylayout reads an exact numpy.ndarray through the buffer protocol instead of
 its __dlpack__, and makes contiguous()'s C- and Fortran-order results with
-numpy.empty.  These tests hold that path to NumPy itself (the oracle) on
-generated layouts and every dtype, to the DLPack path it replaced (the same
-array behind a DLPack-only wrapper), and check what it must never do: leak
-an export or a reference, write into a read-only array, or accept what the
-DLPack path refuses.  Nothing here is timed."""
+numpy.empty.  contiguous() of a small one goes faster still, through NumPy's
+C ABI (src/_core_numpy.c); _core._numpy_abi(False) turns that off, so the
+tests marked with the `path` fixture run both.  These tests hold the paths
+to NumPy itself (the oracle) on generated layouts and every dtype, to the
+DLPack path they replaced (the same array behind a DLPack-only wrapper), and
+check what they must never do: leak an export or a reference, write into a
+read-only array, accept what the DLPack path refuses, or trust a NumPy ABI
+they were not written for.  Nothing here is timed."""
 import subprocess
 import sys
 import textwrap
@@ -20,6 +23,15 @@ from pylayout import _core
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
           np.float16, np.float32, np.float64, np.complex64, np.complex128]
+
+
+@pytest.fixture(params=["numpy ABI", "buffer"])
+def path(request):
+    """contiguous() of small exact ndarrays through NumPy's C ABI, or the way
+    every other ndarray goes (the buffer and numpy.empty)."""
+    _core._numpy_abi(request.param == "numpy ABI")
+    yield request.param
+    _core._numpy_abi(True)
 
 
 def layouts(rng, ndim, dtype):
@@ -41,7 +53,7 @@ def layouts(rng, ndim, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("ndim", [0, 1, 2, 3, 4])
-def test_contiguous_and_fortran_match_numpy(dtype, ndim):
+def test_contiguous_and_fortran_match_numpy(dtype, ndim, path):
     rng = np.random.default_rng(ndim * 31 + DTYPES.index(dtype))
     for x in layouts(rng, ndim, dtype):
         for fmt, oracle, flag in (("contiguous", np.ascontiguousarray, "c_contiguous"),
@@ -58,7 +70,7 @@ def test_contiguous_and_fortran_match_numpy(dtype, ndim):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_buffer_path_matches_the_dlpack_path(dtype):
+def test_buffer_path_matches_the_dlpack_path(dtype, path):
     rng = np.random.default_rng(7 + DTYPES.index(dtype))
     for x in layouts(rng, 3, dtype):
         for fmt in ("contiguous", "fortran", "channels_last" if x.ndim == 4 else "C"):
@@ -91,7 +103,7 @@ def test_channels_last_and_to_order_still_come_back_as_ndarrays():
     lambda: np.zeros((3, 2), dtype="M8[s]").T,                 # no buffer at all
     lambda: np.zeros(4, dtype=[("a", "u1"), ("f", "<f4")])["f"],  # strides not whole elements
 ])
-def test_what_dlpack_refuses_is_still_refused_the_same_way(make):
+def test_what_dlpack_refuses_is_still_refused_the_same_way(make, path):
     x = make()
     with pytest.raises(Exception) as ours:
         pl.contiguous(x)
@@ -100,7 +112,7 @@ def test_what_dlpack_refuses_is_still_refused_the_same_way(make):
     assert type(ours.value) is type(dl.value) and str(ours.value) == str(dl.value)
 
 
-def test_no_export_or_reference_is_left_behind():
+def test_no_export_or_reference_is_left_behind(path):
     a = np.arange(64, dtype=np.float32).reshape(8, 8)
     d = np.empty((8, 8), np.float32)
     before = sys.getrefcount(a), sys.getrefcount(d)
@@ -141,7 +153,7 @@ def test_copy_into_refuses_overlap_between_numpy_views():
     assert np.array_equal(a, np.arange(32, dtype=np.float64))
 
 
-def test_subclasses_still_take_the_dlpack_path():
+def test_subclasses_still_take_the_dlpack_path(path):
     class Sub(np.ndarray):
         pass
 
@@ -161,6 +173,7 @@ def test_a_replaced_numpy_empty_is_not_trusted():
     # in a child: the extension looks numpy.empty up once, on first use
     code = textwrap.dedent("""
         import numpy as np, pylayout as pl
+        pl._core._numpy_abi(False)  # the general path: the ABI's never calls numpy.empty
         real = np.empty
         fakes = [lambda shape, dtype, *o: real((3,), dtype),             # wrong shape
                  lambda shape, dtype, *o: real(shape, dtype)[..., None],  # wrong rank
@@ -179,3 +192,97 @@ def test_a_replaced_numpy_empty_is_not_trusted():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
+
+
+def in_child(code):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_small_arrays_take_numpy_abi_and_call_no_python():
+    """The ABI path is taken for every plain dtype, and from the first
+    conversion on it calls no Python function: not numpy.empty (replaced
+    here by one that would fail), nor anything a profiler sees."""
+    in_child("""
+        import sys, numpy as np, pylayout as pl
+        from pylayout import _core
+        assert _core._numpy_abi(None) is False      # not looked for before an ndarray comes
+        np.empty = None                             # the general path would fail on it
+        seen = []
+        for dtype in (np.bool_, np.int8, np.uint16, np.int32, np.uint64, np.float16, np.float32, np.float64,
+                      np.complex64, np.complex128, np.dtype("int64").newbyteorder("=")):
+            x = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4).transpose(2, 0, 1)
+            sys.setprofile(lambda frame, event, arg: seen.append((event, frame.f_code.co_name)))
+            c = _core.convert_or_route(x, "contiguous")
+            f = _core.convert_or_route(x, "F")
+            sys.setprofile(None)
+            assert _core._numpy_abi(None) is True, dtype
+            assert c.flags.c_contiguous and f.flags.f_contiguous and c.dtype is x.dtype and f.dtype is x.dtype
+            assert (c == x).all() and (f == x).all() and c.flags.writeable and f.flags.writeable
+        assert [e for e in seen if e[0] == "call"] == [], seen   # no Python function ran
+        print("ok")
+    """)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(6, dtype=">f4").reshape(2, 3).T,                       # byte-swapped
+    lambda: np.frombuffer(bytearray(25), np.float32, 6, 1).reshape(2, 3).T,  # unaligned
+    lambda: np.zeros((3, 2), dtype=np.longdouble).T,                         # no DLPack type
+    lambda: np.zeros((3, 2), dtype="M8[s]").T,                               # no buffer at all
+    lambda: np.zeros(4, dtype=[("a", "u1"), ("f", "<f4")])["f"],             # strides not whole elements
+    lambda: np.float32(3).reshape(()),                                       # 0-d
+    lambda: np.zeros((0, 3), np.float32).T,                                  # empty
+    lambda: np.zeros((3, 2, 1), np.float32).transpose(2, 0, 1),              # size-1 dims: dense already
+    lambda: np.zeros((128, 128), np.float32).T,                              # 64 KB: pylayout allocates
+    lambda: np.broadcast_to(np.arange(3.0), (4, 3)),                         # stride 0
+])
+def test_numpy_abi_answers_as_the_general_path(make):
+    """What the ABI path declines (or takes) comes out exactly as the
+    general path has it: the same values, strides and flags, or the same
+    refusal; x itself where x is already in the format."""
+    def outcome(x, fmt):
+        try:
+            r = _core.convert_or_route(x, fmt)
+        except Exception as e:  # noqa: BLE001  # the refusal is what is compared
+            return type(e), str(e)
+        return r is x, type(r), r.dtype, r.shape, r.strides, r.flags.writeable, r.tobytes(order="A")
+    for fmt in ("contiguous", "F"):
+        x = make()
+        try:
+            _core._numpy_abi(False)
+            general = outcome(x, fmt)
+        finally:
+            _core._numpy_abi(True)
+        assert outcome(x, fmt) == general
+
+
+ABI_TABLE = """
+    import ctypes, sys, numpy as np, pylayout as pl
+    from pylayout import _core
+    VERSION = ctypes.CFUNCTYPE(ctypes.c_uint)(lambda: {version})
+    table = (ctypes.c_void_p * 100)()
+    table[0] = ctypes.cast(VERSION, ctypes.c_void_p).value
+    table[2] = id({array_type})
+    new = ctypes.pythonapi.PyCapsule_New
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    import numpy._core._multiarray_umath as m
+    m._ARRAY_API = new(ctypes.addressof(table), None, None)   # before pylayout first looks
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    c = pl.contiguous(a.T)
+    assert (c == a.T).all() and c.flags.c_contiguous
+    assert _core._numpy_abi(None) is False   # the general path answered
+    print("ok")
+"""
+
+
+@pytest.mark.parametrize("version, array_type", [
+    ("3 << 24", "np.ndarray"),    # an ABI whose layout pylayout does not know
+    ("2 << 24", "np.matrix"),     # a table whose array type is not the ndarray converted
+])
+def test_an_unknown_numpy_abi_is_not_used(version, array_type):
+    """pylayout reads NumPy's table only when NumPy's ABI version is one
+    whose fields it declares and the table's array type is the ndarray in
+    hand; otherwise it takes the general path (which a wrong table would
+    crash, not just miscount)."""
+    in_child(ABI_TABLE.format(version=version, array_type=array_type))

@@ -1,0 +1,198 @@
+/*
+ * _core_numpy.c - small NumPy arrays through NumPy's C ABI.
+ *
+ * contiguous() of a 1 KB ndarray spent most of its time in the exchange,
+ * not in the copy: the array's buffer asked twice (to take it, then again
+ * in phase 2), numpy.empty called through Python, and the result's buffer
+ * asked for its pointer.  NumPy's C ABI does the same in a few loads and one
+ * call.  pylayout builds without NumPy, so it is used here without NumPy's
+ * headers, through the two things NumPy keeps stable across releases as its
+ * ABI (documented in "NumPy C-API", "Array API" and "ABI compatibility"):
+ *
+ *  - the function table the module numpy._core._multiarray_umath (NumPy 2;
+ *    numpy.core.multiarray in NumPy 1) exports as the capsule _ARRAY_API,
+ *    whose entries keep their index forever: 0 is
+ *    PyArray_GetNDArrayCVersion, 2 is &PyArray_Type, 94 is
+ *    PyArray_NewFromDescr;
+ *  - the leading fields of an array object and of a dtype, declared below.
+ *
+ * The table is used only when NumPy reports an ABI version whose layout is
+ * the one declared here (1 or 2) and its entry 2 is the very type whose
+ * instance is being converted.  Anything else -- another NumPy, a subclass,
+ * a dtype other than the plain numbers, byte-swapped or unaligned data,
+ * empty or 0-d arrays, results over SMALL_COPY_BYTES -- takes the general
+ * path (the buffer, or __dlpack__), which gives the same answer.
+ *
+ * Rule 1 here: the only thing that could run Python is the one-time import
+ * of NumPy's module, before any field is read; then the array's fields are
+ * read, its result made (PyArray_NewFromDescr: NumPy's C), the fields read
+ * again and compared, and the copy runs from the second read with no
+ * Python in between.
+ */
+#include "_core.h"
+
+/* NumPy's npy_intp: the size of a pointer. */
+typedef intptr_t np_intp;
+
+/* The leading fields of NumPy's PyArrayObject (PyArrayObject_fields), the
+ * same in ABI versions 1 and 2. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    int nd;
+    np_intp *dimensions;
+    np_intp *strides; /* bytes */
+    PyObject *base;
+    PyObject *descr;
+    int flags;
+} np_array;
+
+/* The leading fields of NumPy's PyArray_Descr, the same in ABI versions 1
+ * and 2 (which differ after type_num). */
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *typeobj;
+    char kind;
+    char type;
+    char byteorder; /* '=' native, '|' not applicable, '<' little, '>' big */
+    char unused;
+    int type_num;
+} np_descr;
+
+enum { NP_ALIGNED = 0x0100 };                                     /* NPY_ARRAY_ALIGNED */
+enum { NP_GET_VERSION = 0, NP_ARRAY_TYPE = 2, NP_NEW_FROM_DESCR = 94 }; /* table entries */
+
+typedef unsigned int (*np_version_fn)(void);
+typedef PyObject *(*np_new_from_descr_fn)(PyTypeObject *, PyObject *descr, int nd, const np_intp *dims,
+                                          const np_intp *strides, void *data, int fortran, PyObject *obj);
+
+/* The table, once NumPy's ABI has been checked; NULL (with no error set)
+ * when the ABI path is off, or NumPy's is not one declared here. */
+static void *const *numpy_api(core_state *state, PyTypeObject *ndarray)
+{
+    if (state->np_abi_off)
+        return NULL;
+    if (state->np_api_tried)
+        return state->np_api;
+    state->np_api_tried = true;
+    /* an exact ndarray exists, so NumPy is imported: a sys.modules lookup */
+    PyObject *m = PyImport_ImportModule("numpy._core._multiarray_umath");
+    if (!m) {
+        PyErr_Clear();
+        m = PyImport_ImportModule("numpy.core.multiarray");
+    }
+    PyObject *cap = m ? PyObject_GetAttrString(m, "_ARRAY_API") : NULL;
+    Py_XDECREF(m);
+    void *const *api = cap && PyCapsule_IsValid(cap, NULL) ? PyCapsule_GetPointer(cap, NULL) : NULL;
+    PyErr_Clear();
+    unsigned int abi = api ? ((np_version_fn)api[NP_GET_VERSION])() >> 24 : 0;
+    if ((abi == 1 || abi == 2) && api[NP_ARRAY_TYPE] == (void *)ndarray) {
+        state->np_api = api;
+        state->np_api_capsule = cap; /* keeps the table's owner alive */
+    } else {
+        Py_XDECREF(cap);
+    }
+    return state->np_api;
+}
+
+/* DLPack's type for a dtype, for NumPy's native-order numbers: false for
+ * every other dtype (byte-swapped, long double, datetimes, records, ...),
+ * which take the general path. */
+static bool descr_dtype(const np_descr *d, DLDataType *dt)
+{
+    static const char native = PY_LITTLE_ENDIAN ? '<' : '>';
+    if (d->byteorder != '=' && d->byteorder != '|' && d->byteorder != native)
+        return false;
+    switch (d->type_num) {
+    case 0: *dt = (DLDataType){kDLBool, 8, 1}; return true;                          /* NPY_BOOL */
+    case 1: *dt = (DLDataType){kDLInt, 8, 1}; return true;                           /* NPY_BYTE */
+    case 2: *dt = (DLDataType){kDLUInt, 8, 1}; return true;                          /* NPY_UBYTE */
+    case 3: *dt = (DLDataType){kDLInt, 16, 1}; return true;                          /* NPY_SHORT */
+    case 4: *dt = (DLDataType){kDLUInt, 16, 1}; return true;                         /* NPY_USHORT */
+    case 5: *dt = (DLDataType){kDLInt, 32, 1}; return true;                          /* NPY_INT */
+    case 6: *dt = (DLDataType){kDLUInt, 32, 1}; return true;                         /* NPY_UINT */
+    case 7: *dt = (DLDataType){kDLInt, (uint8_t)(8 * sizeof(long)), 1}; return true; /* NPY_LONG */
+    case 8: *dt = (DLDataType){kDLUInt, (uint8_t)(8 * sizeof(long)), 1}; return true; /* NPY_ULONG */
+    case 9: *dt = (DLDataType){kDLInt, 64, 1}; return true;                          /* NPY_LONGLONG */
+    case 10: *dt = (DLDataType){kDLUInt, 64, 1}; return true;                        /* NPY_ULONGLONG */
+    case 11: *dt = (DLDataType){kDLFloat, 32, 1}; return true;                       /* NPY_FLOAT */
+    case 12: *dt = (DLDataType){kDLFloat, 64, 1}; return true;                       /* NPY_DOUBLE */
+    case 14: *dt = (DLDataType){kDLComplex, 64, 1}; return true;                     /* NPY_CFLOAT */
+    case 15: *dt = (DLDataType){kDLComplex, 128, 1}; return true;                    /* NPY_CDOUBLE */
+    case 23: *dt = (DLDataType){kDLFloat, 16, 1}; return true;                       /* NPY_HALF */
+    default: return false;
+    }
+}
+
+/* An array's fields as a DLTensor over shape and strides (elements), or
+ * false for what the general path takes instead. */
+static bool read_array(const np_array *a, DLTensor *t, int64_t *shape, int64_t *strides)
+{
+    DLDataType dt;
+    if (a->nd < 1 || a->nd > PYLAYOUT_MAX_NDIM || !(a->flags & NP_ALIGNED) || !descr_dtype((np_descr *)a->descr, &dt))
+        return false;
+    const int shift = __builtin_ctz(dt.bits / 8); /* every size here is a power of 2: no divisions */
+    for (int i = 0; i < a->nd; i++) {
+        if (a->dimensions[i] < 1 || (a->strides[i] & ((np_intp)(dt.bits / 8) - 1)) != 0)
+            return false;
+        shape[i] = a->dimensions[i];
+        strides[i] = a->strides[i] >> shift; /* exact: arithmetic shift of a multiple */
+    }
+    *t = (DLTensor){a->data, {kDLCPU, 0}, a->nd, dt, shape, strides, 0};
+    return true;
+}
+
+static bool same_tensor(const DLTensor *a, const DLTensor *b)
+{
+    bool same = a->data == b->data && a->ndim == b->ndim;
+    for (int i = 0; same && i < a->ndim; i++)
+        same = a->shape[i] == b->shape[i] && a->strides[i] == b->strides[i];
+    return same;
+}
+
+PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format fmt)
+{
+    if (fmt != PYLAYOUT_FORMAT_CONTIGUOUS && fmt != PYLAYOUT_FORMAT_FORTRAN)
+        return NULL;
+    void *const *api = numpy_api(state, Py_TYPE(obj));
+    if (!api)
+        return NULL;
+    /* from here no Python runs */
+    const np_array *a = (const np_array *)obj;
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    DLTensor src;
+    bool already = false;
+    if (!read_array(a, &src, shape, strides) || pylayout_is_contiguous(&src, fmt, &already) != PYLAYOUT_OK)
+        return NULL;
+    if (already)
+        return Py_NewRef(obj);
+    if (!_plext_is_small(&src)) /* pylayout allocates large results (its reuse cache, its retry) */
+        return NULL;
+    np_intp dims[PYLAYOUT_MAX_NDIM];
+    for (int i = 0; i < src.ndim; i++)
+        dims[i] = (np_intp)shape[i];
+    PyObject *descr = Py_NewRef(a->descr); /* the result's, stolen by the call */
+    PyObject *out = ((np_new_from_descr_fn)api[NP_NEW_FROM_DESCR])(
+        (PyTypeObject *)api[NP_ARRAY_TYPE], descr, src.ndim, dims, NULL, NULL, fmt == PYLAYOUT_FORMAT_FORTRAN, NULL);
+    if (!out) {
+        if (!PyErr_ExceptionMatches(PyExc_MemoryError))
+            return NULL;
+        PyErr_Clear(); /* the general path allocates, and retries after releasing pylayout's cache */
+        return NULL;
+    }
+    /* phase 2: the array read again, as it is now, and the result */
+    int64_t shape2[PYLAYOUT_MAX_NDIM], strides2[PYLAYOUT_MAX_NDIM], dshape[PYLAYOUT_MAX_NDIM],
+        dstrides[PYLAYOUT_MAX_NDIM];
+    DLTensor now, dst;
+    if (!read_array(a, &now, shape2, strides2) || a->descr != descr || !same_tensor(&src, &now) ||
+        !read_array((const np_array *)out, &dst, dshape, dstrides)) {
+        Py_DECREF(out); /* a new array of numbers: its deallocation runs no Python */
+        return NULL;
+    }
+    pylayout_status st = pylayout_copy(&now, &dst); /* small: with the GIL */
+    if (st != PYLAYOUT_OK) {
+        Py_DECREF(out);
+        return _plext_raise_status(st);
+    }
+    return out;
+}
