@@ -242,6 +242,7 @@ typedef struct {
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */
     Py_buffer view;                /* an exact ndarray's buffer export (view.obj set), held to release */
+    PyObject *np_descr;            /* or its dtype, where its fields were read through NumPy's C ABI */
     int64_t dims[2 * PYLAYOUT_MAX_NDIM];
 } operand;
 
@@ -250,6 +251,7 @@ static inline void _plext_operand_init(operand *op)
 {
     op->held = NULL;
     op->view.obj = NULL;
+    op->np_descr = NULL;
     op->dl = NULL;
 }
 
@@ -284,6 +286,13 @@ PyObject *_plext_export_through(const DLPackExchangeAPI *api, pylayout_tensor *t
  * result (x itself when already in fmt), or NULL with no error set where
  * the general path must answer, or NULL with an error. */
 PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format fmt);
+/* Phase 1 for an exact ndarray: its fields as *t over dims (shape, then
+ * strides at dims + PYLAYOUT_MAX_NDIM), its writability, and a reference to
+ * its dtype; false where the buffer or __dlpack__ must take it. */
+bool _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *dims, uint64_t *flags,
+                       PyObject **descr);
+/* Phase 2: whether obj's fields still describe *t, flags and descr. */
+bool _plext_numpy_unchanged(PyObject *obj, const DLTensor *t, uint64_t flags, PyObject *descr);
 
 /* ----------------------------------------- _core_exchange.c: our C API */
 

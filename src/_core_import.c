@@ -30,8 +30,8 @@
  *     under it), so a torch pointer is always read late, never kept.  Nor
  *     does NumPy's, quite: a.resize(..., refcheck=False) frees an array's
  *     memory while a buffer or DLPack export of it is held, so an exact
- *     ndarray's export is checked in phase 2 against the array's buffer,
- *     asked again (ndarray_unchanged).  Every other producer's export keeps
+ *     ndarray, taken through its fields (NumPy's C ABI: _core_numpy.c) or
+ *     its buffer, is read again in phase 2 and checked (ndarray_unchanged).  Every other producer's export keeps
  *     its memory, so theirs are read in phase 1.
  *     Another *thread* mutating an operand during a copy is a data race, as
  *     it is for torch's own ops.
@@ -433,9 +433,11 @@ static bool buffer_dtype(const char *f, Py_ssize_t itemsize, DLDataType *dt)
     }
 }
 
-/* An exact numpy.ndarray is taken through its buffer export rather than its
- * __dlpack__: the same memory, described the same way, without a capsule,
- * a deleter or a Tensor object (at 1 KB the exchange was most of a call).
+/* An exact numpy.ndarray is taken through its fields where NumPy's C ABI
+ * is one pylayout knows (_plext_numpy_take), else through its buffer export
+ * (here) rather than its __dlpack__: the same memory, described the same
+ * way, without a capsule, a deleter or a Tensor object (at 1 KB the
+ * exchange was most of a call).
  * The export keeps the array referenced, and resizing it refused, as
  * numpy's DLPack export does; resize(refcheck=False) is not refused, hence
  * the check in phase 2 (ndarray_unchanged).  Returns 1 when
@@ -479,6 +481,8 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
     op->state = state;
     op->obj = obj;
     if (_plext_is_ndarray(state, obj)) {
+        if (_plext_numpy_take(state, obj, &op->scratch, op->dims, &op->flags, &op->np_descr))
+            return 0;
         int r = take_ndarray(op);
         if (r != 0)
             return r < 0 ? -1 : 0;
@@ -655,18 +659,29 @@ done:
     return rc;
 }
 
+static int ndarray_changed(void)
+{
+    PyErr_SetString(PyExc_BufferError, "a numpy array changed while pylayout was taking the operands (its "
+                                       "memory replaced by resize(refcheck=False) or __setstate__, or its "
+                                       "shape, strides, dtype or writability set); nothing was read or written");
+    return -1;
+}
+
 /* Phase 2 for an exact ndarray: whether the memory its phase-1 export
  * described (dl) is still the array's.  Python code run since then (a
  * finaliser, a replaced numpy.empty, another operand's __dlpack__) may have
  * called a.resize(..., refcheck=False) or a.__setstate__(...), which free
- * the memory under any export, so numpy's buffer is asked again (numpy's C,
- * no Python, on an exact ndarray).  Its pointer, shape and writability
- * must be those taken; for an operand taken through its buffer, its
- * strides and format too.  0, or -1 with BufferError. */
+ * the memory under any export, so the array is read again: its fields, or
+ * numpy's buffer asked again (numpy's C, no Python, on an exact ndarray).
+ * Its fields must be those read, dtype included; its buffer's pointer,
+ * shape and writability those taken, and for an operand taken through its
+ * buffer, its strides and format too.  0, or -1 with BufferError. */
 static int ndarray_unchanged(operand *op, const DLTensor *dl)
 {
     if (numel_of(dl) == 0)
         return 0; /* no memory is read */
+    if (op->np_descr) /* taken through NumPy's fields: read them again */
+        return _plext_numpy_unchanged(op->obj, dl, op->flags, op->np_descr) ? 0 : ndarray_changed();
     Py_buffer now;
     if (PyObject_GetBuffer(op->obj, &now, PyBUF_RECORDS_RO) < 0) {
         PyErr_Clear();
@@ -684,12 +699,7 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
     }
     if (now.obj)
         PyBuffer_Release(&now); /* the array is still referenced: no finaliser runs */
-    if (same)
-        return 0;
-    PyErr_SetString(PyExc_BufferError, "a numpy array changed while pylayout was taking the operands (its "
-                                       "memory replaced by resize(refcheck=False) or __setstate__, or its "
-                                       "shape, strides, dtype or writability set); nothing was read or written");
-    return -1;
+    return same ? 0 : ndarray_changed();
 }
 
 /* Phase 2: the DLTensor to use from now on.  For a data operation
@@ -697,7 +707,7 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
 int _plext_operand_memory(operand *op, bool for_data)
 {
     if (!op->late) {
-        op->dl = op->view.obj ? &op->scratch : ((TensorObject *)op->held)->dl;
+        op->dl = op->view.obj || op->np_descr ? &op->scratch : ((TensorObject *)op->held)->dl;
         return for_data && _plext_is_ndarray(op->state, op->obj) ? ndarray_unchanged(op, op->dl) : 0;
     }
     if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
@@ -739,6 +749,7 @@ void _plext_operand_release(operand *op)
 {
     if (op->view.obj)
         PyBuffer_Release(&op->view);
+    Py_CLEAR(op->np_descr);
     Py_CLEAR(op->held);
     op->dl = NULL;
 }

@@ -5,7 +5,8 @@
  * not in the copy: the array's buffer asked twice (to take it, then again
  * in phase 2), numpy.empty called through Python, and the result's buffer
  * asked for its pointer.  NumPy's C ABI does the same in a few loads and one
- * call.  pylayout builds without NumPy, so it is used here without NumPy's
+ * call.  Every operation's ndarray operands are taken the same way
+ * (_plext_numpy_take, _plext_numpy_unchanged: the operand of _core_import.c).  pylayout builds without NumPy, so it is used here without NumPy's
  * headers, through the two things NumPy keeps stable across releases as its
  * ABI (documented in "NumPy C-API", "Array API" and "ABI compatibility"):
  *
@@ -24,10 +25,13 @@
  * path (the buffer, or __dlpack__), which gives the same answer.
  *
  * Rule 1 here: the only thing that could run Python is the one-time import
- * of NumPy's module, before any field is read; then the array's fields are
- * read, its result made (PyArray_NewFromDescr: NumPy's C), the fields read
- * again and compared, and the copy runs from the second read with no
- * Python in between.
+ * of NumPy's module, before any field is read.  contiguous's path then reads
+ * the array's fields, makes its result (PyArray_NewFromDescr: NumPy's C),
+ * reads the fields again and compares, and copies from the second read with
+ * no Python in between.  An operand's fields are read in phase 1 and read
+ * again and compared in phase 2, as its buffer was.  (Making a plain
+ * ndarray runs no Python today; the second read is for allocators NumPy
+ * lets a user install.)
  */
 #include "_core.h"
 
@@ -140,6 +144,30 @@ static bool read_array(const np_array *a, DLTensor *t, int64_t *shape, int64_t *
     }
     *t = (DLTensor){a->data, {kDLCPU, 0}, a->nd, dt, shape, strides, 0};
     return true;
+}
+
+enum { NP_WRITEABLE = 0x0400 }; /* NPY_ARRAY_WRITEABLE */
+
+bool _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *dims, uint64_t *flags,
+                       PyObject **descr)
+{
+    const np_array *a = (const np_array *)obj;
+    if (!numpy_api(state, Py_TYPE(obj)) || !read_array(a, t, dims, dims + PYLAYOUT_MAX_NDIM))
+        return false;
+    *flags = a->flags & NP_WRITEABLE ? 0 : PYLAYOUT_FLAG_READ_ONLY;
+    *descr = Py_NewRef(a->descr); /* held: compared by identity in phase 2, never a reused address */
+    return true;
+}
+
+static bool same_tensor(const DLTensor *a, const DLTensor *b);
+
+bool _plext_numpy_unchanged(PyObject *obj, const DLTensor *t, uint64_t flags, PyObject *descr)
+{
+    const np_array *a = (const np_array *)obj;
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    DLTensor now;
+    return read_array(a, &now, shape, strides) && a->descr == descr && same_tensor(t, &now) &&
+           !(a->flags & NP_WRITEABLE) == !!(flags & PYLAYOUT_FLAG_READ_ONLY);
 }
 
 static bool same_tensor(const DLTensor *a, const DLTensor *b)

@@ -183,28 +183,33 @@ def test_pack_complex_reads_the_memory_after_the_dlpack_calls(torch):
     assert torch.equal(z, torch.complex(replacement, torch.full((8,), 2.0)))
 
 
-@pytest.mark.parametrize("case", ["copy_into buffer dst", "copy_into dlpack dst", "pack_complex re",
-                                  "contiguous numpy.empty"])
-def test_numpy_memory_freed_under_its_export(np, case):
+@pytest.mark.parametrize("case, abi", [
+    (case, abi) for case in ("copy_into dst", "copy_into dst with a size-1 dim", "pack_complex re")
+    for abi in (True, False)] + [("contiguous numpy.empty", False)], ids=lambda v: {True: "numpy ABI", False: "buffer"}.get(v, v))
+def test_numpy_memory_freed_under_its_export(np, case, abi):
     """An exact ndarray's memory is checked after the last Python code has run
     (another operand's __dlpack__, or the numpy.empty that makes a small
     result): BufferError, nothing read or written.  Before, the first three
     died of SIGSEGV (16 MiB blocks, unmapped when freed) and contiguous()
-    copied out of the freed 1 KB, where its own result had just been put."""
+    copied out of the freed 1 KB, where its own result had just been put.
+    Whether pylayout read the array's fields through NumPy's C ABI or took
+    its buffer (or, for the size-1 dim, its __dlpack__), phase 2 reads it
+    again; contiguous() through the ABI calls no numpy.empty (it runs no
+    Python at all: test_numpy_buffer.py), so that case is the buffer's."""
     out = in_child(f"""
 import numpy as np
 sys.path.insert(0, {os.path.dirname(__file__)!r})
 from test_boundary import _FreesOnDlpack
 case = {case!r}
-if case.startswith("copy_into"):          # dst taken first: its buffer (2-D) or its __dlpack__ (a size-1 dim)
-    shape = (2048, 2048) if "buffer" in case else (1, 2048, 2048)
+pl._core._numpy_abi({abi!r})
+if case.startswith("copy_into"):          # dst taken first, then src's __dlpack__ frees it
+    shape = (1, 2048, 2048) if "size-1" in case else (2048, 2048)
     dst = np.zeros(shape, np.float32)
     call = lambda: pl.copy_into(dst, _FreesOnDlpack(np.ones(shape, np.float32), dst, "refcheck=False"))
 elif case == "pack_complex re":
     re = np.ones((2048, 2048), np.float32)
     call = lambda: pl.pack_complex(re, _FreesOnDlpack(np.ones((2048, 2048), np.float32), re, "refcheck=False"))
 else:
-    pl._core._numpy_abi(False)            # the general path: the ABI's calls no Python (test_numpy_buffer.py)
     a = np.asfortranarray(np.arange(256, dtype=np.float32).reshape(16, 16))
     real = np.empty
     def resizing_empty(shape, dtype, *order):
@@ -224,14 +229,19 @@ print("ok")
     assert out.strip().endswith("ok")
 
 
-def test_numpy_dst_made_read_only_under_its_export_is_not_written(np):
+@pytest.mark.parametrize("abi", [True, False], ids=["numpy ABI", "buffer"])
+def test_numpy_dst_made_read_only_under_its_export_is_not_written(np, abi):
     """dst was writable when copy_into took it and read-only by the time it
     would be written (src's __dlpack__ set the flag): refused, not written."""
-    for shape in [(4, 4), (1, 4, 4)]:  # taken through its buffer, through its __dlpack__
-        dst = np.zeros(shape, np.float32)
-        with pytest.raises(BufferError, match="changed while pylayout was taking the operands"):
-            pl.copy_into(dst, _FreesOnDlpack(np.ones(shape, np.float32), dst, "writeable=False"))
-        assert not dst.any() and not dst.flags.writeable
+    pl._core._numpy_abi(abi)
+    try:
+        for shape in [(4, 4), (1, 4, 4)]:  # fields or buffer; fields or __dlpack__ (a size-1 dim)
+            dst = np.zeros(shape, np.float32)
+            with pytest.raises(BufferError, match="changed while pylayout was taking the operands"):
+                pl.copy_into(dst, _FreesOnDlpack(np.ones(shape, np.float32), dst, "writeable=False"))
+            assert not dst.any() and not dst.flags.writeable
+    finally:
+        pl._core._numpy_abi(True)
 
 
 @pytest.mark.parametrize("where", ["empty_shape", "empty_order", "to_order"])

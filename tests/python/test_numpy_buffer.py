@@ -2,9 +2,10 @@
 
 pylayout reads an exact numpy.ndarray through the buffer protocol instead of
 its __dlpack__, and makes contiguous()'s C- and Fortran-order results with
-numpy.empty.  contiguous() of a small one goes faster still, through NumPy's
-C ABI (src/_core_numpy.c); _core._numpy_abi(False) turns that off, so the
-tests marked with the `path` fixture run both.  These tests hold the paths
+numpy.empty.  Where NumPy's C ABI is one pylayout knows (src/_core_numpy.c)
+it reads the array's fields instead of its buffer, and contiguous() of a
+small one makes its result with NumPy's C; _core._numpy_abi(False) turns
+that off, so the tests with the `path` fixture run both ways.  These tests hold the paths
 to NumPy itself (the oracle) on generated layouts and every dtype, to the
 DLPack path they replaced (the same array behind a DLPack-only wrapper), and
 check what they must never do: leak an export or a reference, write into a
@@ -27,8 +28,8 @@ DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
 
 @pytest.fixture(params=["numpy ABI", "buffer"])
 def path(request):
-    """contiguous() of small exact ndarrays through NumPy's C ABI, or the way
-    every other ndarray goes (the buffer and numpy.empty)."""
+    """Exact ndarrays read through NumPy's C ABI, or through their buffer
+    (and contiguous()'s small results made by numpy.empty)."""
     _core._numpy_abi(request.param == "numpy ABI")
     yield request.param
     _core._numpy_abi(True)
@@ -80,7 +81,7 @@ def test_buffer_path_matches_the_dlpack_path(dtype, path):
         assert pl.to_order(x, (2, 0, 1)).strides == np.from_dlpack(pl.to_order(DLPackOnly(x), (2, 0, 1))).strides
 
 
-def test_strides_of_size_one_dims_are_the_arrays_own():
+def test_strides_of_size_one_dims_are_the_arrays_own(path):
     # NumPy's buffer export rewrites them for contiguous arrays; DLPack and pylayout keep them
     a = np.zeros((4, 1, 2), np.float32).transpose(1, 0, 2)
     assert _core.canonical_strides(a) == _core.canonical_strides(DLPackOnly(a))
@@ -89,7 +90,7 @@ def test_strides_of_size_one_dims_are_the_arrays_own():
     assert _core.canonical_strides(e) == _core.canonical_strides(DLPackOnly(e))
 
 
-def test_channels_last_and_to_order_still_come_back_as_ndarrays():
+def test_channels_last_and_to_order_still_come_back_as_ndarrays(path):
     a = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
     c = pl.contiguous(a, "channels_last")
     assert type(c) is np.ndarray and np.array_equal(c, a) and c.strides == (240, 4, 60, 12)
@@ -129,7 +130,7 @@ def test_no_export_or_reference_is_left_behind(path):
     d.resize((64,))
 
 
-def test_copy_into_writes_numpy_dst_and_refuses_read_only():
+def test_copy_into_writes_numpy_dst_and_refuses_read_only(path):
     rng = np.random.default_rng(3)
     for dtype in DTYPES:
         for x in layouts(rng, 3, dtype):
@@ -146,7 +147,7 @@ def test_copy_into_writes_numpy_dst_and_refuses_read_only():
     assert not ro.any()
 
 
-def test_copy_into_refuses_overlap_between_numpy_views():
+def test_copy_into_refuses_overlap_between_numpy_views(path):
     a = np.arange(32, dtype=np.float64)
     with pytest.raises(ValueError, match="overlaps"):
         pl.copy_into(a[1:17].reshape(4, 4), a[:16].reshape(4, 4).T)
