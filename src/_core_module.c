@@ -409,8 +409,9 @@ static int module_exec(PyObject *module)
     state->str_is_cpu = PyUnicode_InternFromString("is_cpu");
     state->str_contiguous = PyUnicode_InternFromString("contiguous");
     if (!state->str_current_level || !state->str_dtype || !state->str_F || !state->str_is_cpu ||
-        !state->str_contiguous || !state->str_dlpack || !state->str_exchange || !state->kw_max_version || !state->max_version ||
-        !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj || !state->str_is_neg)
+        !state->str_contiguous || !state->str_dlpack || !state->str_exchange || !state->kw_max_version ||
+        !state->max_version || !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj ||
+        !state->str_is_neg)
         goto done;
     dlpack_version = Py_BuildValue("(ii)", DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
     if (PyModule_AddStringConstant(module, "__version__", PYLAYOUT_VERSION_STRING) < 0 ||

@@ -1,13 +1,14 @@
 /*
- * _core_numpy.c - small NumPy arrays through NumPy's C ABI.
+ * _core_numpy.c - exact NumPy arrays through NumPy's C ABI.
  *
  * contiguous() of a 1 KB ndarray spent most of its time in the exchange,
  * not in the copy: the array's buffer asked twice (to take it, then again
  * in phase 2), numpy.empty called through Python, and the result's buffer
  * asked for its pointer.  NumPy's C ABI does the same in a few loads and one
  * call.  Every operation's ndarray operands are taken the same way
- * (_plext_numpy_take, _plext_numpy_unchanged: the operand of _core_import.c).  pylayout builds without NumPy, so it is used here without NumPy's
- * headers, through the two things NumPy keeps stable across releases as its
+ * (_plext_numpy_take, _plext_numpy_unchanged: the operand of
+ * _core_import.c).  pylayout builds without NumPy, so the ABI is used here
+ * without NumPy's headers, through the two things NumPy keeps stable across releases as its
  * ABI (documented in "NumPy C-API", "Array API" and "ABI compatibility"):
  *
  *  - the function table the module numpy._core._multiarray_umath (NumPy 2;
@@ -63,7 +64,7 @@ typedef struct {
     int type_num;
 } np_descr;
 
-enum { NP_ALIGNED = 0x0100 };                                     /* NPY_ARRAY_ALIGNED */
+enum { NP_ALIGNED = 0x0100, NP_WRITEABLE = 0x0400 };                   /* NPY_ARRAY_ALIGNED, _WRITEABLE */
 enum { NP_GET_VERSION = 0, NP_ARRAY_TYPE = 2, NP_NEW_FROM_DESCR = 94 }; /* table entries */
 
 typedef unsigned int (*np_version_fn)(void);
@@ -133,7 +134,8 @@ static bool descr_dtype(const np_descr *d, DLDataType *dt)
 static bool read_array(const np_array *a, DLTensor *t, int64_t *shape, int64_t *strides)
 {
     DLDataType dt;
-    if (a->nd < 1 || a->nd > PYLAYOUT_MAX_NDIM || !(a->flags & NP_ALIGNED) || !descr_dtype((np_descr *)a->descr, &dt))
+    if (a->nd < 1 || a->nd > PYLAYOUT_MAX_NDIM || !(a->flags & NP_ALIGNED) ||
+        !descr_dtype((const np_descr *)a->descr, &dt))
         return false;
     const int shift = __builtin_ctz(dt.bits / 8); /* every size here is a power of 2: no divisions */
     for (int i = 0; i < a->nd; i++) {
@@ -145,8 +147,6 @@ static bool read_array(const np_array *a, DLTensor *t, int64_t *shape, int64_t *
     *t = (DLTensor){a->data, {kDLCPU, 0}, a->nd, dt, shape, strides, 0};
     return true;
 }
-
-enum { NP_WRITEABLE = 0x0400 }; /* NPY_ARRAY_WRITEABLE */
 
 bool _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *dims, uint64_t *flags,
                        PyObject **descr)

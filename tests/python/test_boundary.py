@@ -185,7 +185,8 @@ def test_pack_complex_reads_the_memory_after_the_dlpack_calls(torch):
 
 @pytest.mark.parametrize("case, abi", [
     (case, abi) for case in ("copy_into dst", "copy_into dst with a size-1 dim", "pack_complex re")
-    for abi in (True, False)] + [("contiguous numpy.empty", False)], ids=lambda v: {True: "numpy ABI", False: "buffer"}.get(v, v))
+    for abi in (True, False)] + [("contiguous numpy.empty", False)],
+    ids=lambda v: {True: "numpy ABI", False: "buffer"}.get(v, v))
 def test_numpy_memory_freed_under_its_export(np, case, abi):
     """An exact ndarray's memory is checked after the last Python code has run
     (another operand's __dlpack__, or the numpy.empty that makes a small
