@@ -209,6 +209,8 @@ def test_small_arrays_take_numpy_abi_and_call_no_python():
         import sys, numpy as np, pylayout as pl
         from pylayout import _core
         assert _core._numpy_abi(None) is False      # not looked for before an ndarray comes
+        _core.convert_or_route(np.zeros((2, 3), np.float32).T, "contiguous")  # finds NumPy's table: once
+        assert _core._numpy_abi(None) is True       # (an import, on NumPy 1: Python, before any field is read)
         np.empty = None                             # the general path would fail on it
         seen = []
         for dtype in (np.bool_, np.int8, np.uint16, np.int32, np.uint64, np.float16, np.float32, np.float64,
