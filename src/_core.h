@@ -18,7 +18,7 @@
  *   _core_exchange.c  pylayout's own DLPack C exchange API (the provider side)
  *   _core_layout.c    module functions: import, layout queries, conversions, copies
  *   _core_complex.c   module functions: complex views, packing and unpacking
- *   _core_numpy.c     small ndarrays through NumPy's C ABI (contiguous's fast path)
+ *   _core_numpy.c     exact ndarrays through NumPy's C ABI: operands, contiguous's small results
  *   _core_module.c    configuration functions, docstrings, method table, module init
  */
 #ifndef PYLAYOUT_EXT_CORE_H
@@ -60,7 +60,7 @@ typedef struct {
     PyObject *forward_ad;        /* torch.autograd.forward_ad, once needed */
     PyObject *str_current_level; /* "_current_level" */
     PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */
-    PyTypeObject *ndarray_type;  /* numpy.ndarray, once one is seen (operands read through its buffer) */
+    PyTypeObject *ndarray_type;  /* numpy.ndarray, once one is seen (operands read without __dlpack__) */
     PyObject *np_empty;          /* numpy.empty, once a dense ndarray result is made */
     void *const *np_api;         /* NumPy's C function table, once checked (_core_numpy.c) */
     PyObject *np_api_capsule;    /* its capsule */

@@ -31,8 +31,9 @@
  *     does NumPy's, quite: a.resize(..., refcheck=False) frees an array's
  *     memory while a buffer or DLPack export of it is held, so an exact
  *     ndarray, taken through its fields (NumPy's C ABI: _core_numpy.c) or
- *     its buffer, is read again in phase 2 and checked (ndarray_unchanged).  Every other producer's export keeps
- *     its memory, so theirs are read in phase 1.
+ *     its buffer, is read again in phase 2 and checked (ndarray_unchanged).
+ *     Every other producer's export keeps its memory, so theirs are read in
+ *     phase 1.
  *     Another *thread* mutating an operand during a copy is a data race, as
  *     it is for torch's own ops.
  *  2. A result that aliases a torch tensor's memory is a torch view of it:
