@@ -49,9 +49,9 @@ static PyObject *mod_last_copy_threads(PyObject *module, PyObject *unused)
     return count_of(pylayout_last_copy_threads, 0);
 }
 
-/* Test hook: whether contiguous's fast path for small ndarrays may use
- * NumPy's C ABI (_core_numpy.c), so tests run both it and the general path;
- * returns whether it is in use now, after the switch. */
+/* Test hook: whether exact ndarrays may be read through NumPy's C ABI
+ * (_core_numpy.c), so tests run both it and the general path; returns
+ * whether it is in use now, after the switch. */
 static PyObject *mod_numpy_abi(PyObject *module, PyObject *on)
 {
     core_state *state = get_state(module);
@@ -274,9 +274,10 @@ PyDoc_STRVAR(last_copy_threads_doc,
 
 PyDoc_STRVAR(numpy_abi_doc,
 "_numpy_abi($module, on, /)\n--\n\n"
-"Test hook: True lets contiguous() copy small ndarrays through NumPy's C ABI\n"
-"(the default), False sends them the general way, None changes nothing.\n"
-"Returns whether the ABI is in use: False until an ndarray has been converted.");
+"Test hook: True lets pylayout read exact ndarrays through NumPy's C ABI (the\n"
+"default; contiguous() of a small one also makes its result there), False\n"
+"sends them the general way (their buffer), None changes nothing.  Returns\n"
+"whether the ABI is in use: False until pylayout has been given an ndarray.");
 
 PyDoc_STRVAR(set_cache_limit_doc,
 "set_cache_limit($module, nbytes, /)\n--\n\n"
@@ -435,6 +436,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->ndarray_type);
     Py_VISIT(state->np_empty);
     Py_VISIT(state->np_api_capsule);
+    for (size_t i = 0; i < sizeof state->np_dtypes / sizeof state->np_dtypes[0]; i++)
+        Py_VISIT(state->np_dtypes[i]);
     return 0;
 }
 
@@ -450,6 +453,8 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->np_empty);
     Py_CLEAR(state->np_api_capsule);
     state->np_api = NULL;
+    for (size_t i = 0; i < sizeof state->np_dtypes / sizeof state->np_dtypes[0]; i++)
+        Py_CLEAR(state->np_dtypes[i]);
     Py_CLEAR(state->str_dtype);
     Py_CLEAR(state->str_F);
     Py_CLEAR(state->str_is_cpu);

@@ -8,8 +8,9 @@
  * call.  Every operation's ndarray operands are taken the same way
  * (_plext_numpy_take, _plext_numpy_unchanged: the operand of
  * _core_import.c).  pylayout builds without NumPy, so the ABI is used here
- * without NumPy's headers, through the two things NumPy keeps stable across releases as its
- * ABI (documented in "NumPy C-API", "Array API" and "ABI compatibility"):
+ * without NumPy's headers, through the two things NumPy keeps stable across
+ * releases as its ABI (documented in "NumPy C-API", "Array API" and "ABI
+ * compatibility"):
  *
  *  - the function table the module numpy._core._multiarray_umath (NumPy 2;
  *    numpy.core.multiarray in NumPy 1) exports as the capsule _ARRAY_API,
@@ -21,9 +22,11 @@
  * The table is used only when NumPy reports an ABI version whose layout is
  * the one declared here (1 or 2) and its entry 2 is the very type whose
  * instance is being converted.  Anything else -- another NumPy, a subclass,
- * a dtype other than the plain numbers, byte-swapped or unaligned data,
- * empty or 0-d arrays, results over SMALL_COPY_BYTES -- takes the general
- * path (the buffer, or __dlpack__), which gives the same answer.
+ * a dtype that is not NumPy's own for one of its plain numbers (bool, the
+ * integers, float16/32/64, complex64/128: so not byte-swapped, with
+ * metadata or with fields), unaligned data, empty or 0-d arrays, results
+ * over SMALL_COPY_BYTES -- takes the general path (the buffer, or
+ * __dlpack__), which gives the same answer.
  *
  * Rule 1 here: the only thing that could run Python is the one-time import
  * of NumPy's module, before any field is read.  contiguous's path then reads
@@ -64,28 +67,41 @@ typedef struct {
     int type_num;
 } np_descr;
 
-enum { NP_ALIGNED = 0x0100, NP_WRITEABLE = 0x0400 };                   /* NPY_ARRAY_ALIGNED, _WRITEABLE */
-enum { NP_GET_VERSION = 0, NP_ARRAY_TYPE = 2, NP_NEW_FROM_DESCR = 94 }; /* table entries */
+/* NPY_ARRAY_ALIGNED, NPY_ARRAY_WRITEABLE, and the bit NumPy sets on arrays
+ * whose writes it warns about (np.broadcast_arrays' results), which its
+ * buffer export reports read-only: so does pylayout. */
+#define NP_ALIGNED 0x0100u
+#define NP_WRITEABLE 0x0400u
+#define NP_WARN_ON_WRITE 0x80000000u
+/* Table entries. */
+enum { NP_GET_VERSION = 0, NP_ARRAY_TYPE = 2, NP_DESCR_FROM_TYPE = 45, NP_NEW_FROM_DESCR = 94 };
 
 typedef unsigned int (*np_version_fn)(void);
+typedef PyObject *(*np_descr_from_type_fn)(int type_num);
 typedef PyObject *(*np_new_from_descr_fn)(PyTypeObject *, PyObject *descr, int nd, const np_intp *dims,
                                           const np_intp *strides, void *data, int fortran, PyObject *obj);
 
-/* The table, once NumPy's ABI has been checked; NULL (with no error set)
- * when the ABI path is off, or NumPy's is not one declared here. */
+/* The table, once NumPy's ABI has been checked; NULL with no error set when
+ * the ABI path is off, or NumPy's is not one declared here; NULL with an
+ * error (KeyboardInterrupt, MemoryError) when looking failed, to be tried
+ * again next time. */
 static void *const *numpy_api(core_state *state, PyTypeObject *ndarray)
 {
     if (state->np_abi_off)
         return NULL;
     if (state->np_api_tried)
         return state->np_api;
-    state->np_api_tried = true;
-    /* an exact ndarray exists, so NumPy is imported: a sys.modules lookup */
+    /* an exact ndarray exists, so NumPy is imported: a sys.modules lookup
+     * (NumPy 1.25 and older: the second name) */
     PyObject *m = PyImport_ImportModule("numpy._core._multiarray_umath");
-    if (!m) {
+    if (!m && PyErr_ExceptionMatches(PyExc_ModuleNotFoundError)) {
         PyErr_Clear();
-        m = PyImport_ImportModule("numpy.core.multiarray");
+        m = PyImport_ImportModule("numpy.core._multiarray_umath");
     }
+    if (!m && !PyErr_ExceptionMatches(PyExc_ImportError))
+        return NULL;
+    PyErr_Clear();
+    state->np_api_tried = true;
     PyObject *cap = m ? PyObject_GetAttrString(m, "_ARRAY_API") : NULL;
     Py_XDECREF(m);
     void *const *api = cap && PyCapsule_IsValid(cap, NULL) ? PyCapsule_GetPointer(cap, NULL) : NULL;
@@ -100,42 +116,45 @@ static void *const *numpy_api(core_state *state, PyTypeObject *ndarray)
     return state->np_api;
 }
 
-/* DLPack's type for a dtype, for NumPy's native-order numbers: false for
- * every other dtype (byte-swapped, long double, datetimes, records, ...),
- * which take the general path. */
-static bool descr_dtype(const np_descr *d, DLDataType *dt)
+/* DLPack's type for a dtype that is NumPy's own instance for one of its
+ * numbers (numpy.dtype('float32') itself): false for every other dtype
+ * (byte-swapped, with metadata or fields, long double, datetimes, records,
+ * ...), which take the general path.  NumPy's instances are looked up once
+ * each and held: then a dtype is known by its address. */
+static bool descr_dtype(core_state *state, const np_descr *d, DLDataType *dt)
 {
-    static const char native = PY_LITTLE_ENDIAN ? '<' : '>';
-    if (d->byteorder != '=' && d->byteorder != '|' && d->byteorder != native)
-        return false;
     switch (d->type_num) {
-    case 0: *dt = (DLDataType){kDLBool, 8, 1}; return true;                          /* NPY_BOOL */
-    case 1: *dt = (DLDataType){kDLInt, 8, 1}; return true;                           /* NPY_BYTE */
-    case 2: *dt = (DLDataType){kDLUInt, 8, 1}; return true;                          /* NPY_UBYTE */
-    case 3: *dt = (DLDataType){kDLInt, 16, 1}; return true;                          /* NPY_SHORT */
-    case 4: *dt = (DLDataType){kDLUInt, 16, 1}; return true;                         /* NPY_USHORT */
-    case 5: *dt = (DLDataType){kDLInt, 32, 1}; return true;                          /* NPY_INT */
-    case 6: *dt = (DLDataType){kDLUInt, 32, 1}; return true;                         /* NPY_UINT */
-    case 7: *dt = (DLDataType){kDLInt, (uint8_t)(8 * sizeof(long)), 1}; return true; /* NPY_LONG */
-    case 8: *dt = (DLDataType){kDLUInt, (uint8_t)(8 * sizeof(long)), 1}; return true; /* NPY_ULONG */
-    case 9: *dt = (DLDataType){kDLInt, 64, 1}; return true;                          /* NPY_LONGLONG */
-    case 10: *dt = (DLDataType){kDLUInt, 64, 1}; return true;                        /* NPY_ULONGLONG */
-    case 11: *dt = (DLDataType){kDLFloat, 32, 1}; return true;                       /* NPY_FLOAT */
-    case 12: *dt = (DLDataType){kDLFloat, 64, 1}; return true;                       /* NPY_DOUBLE */
-    case 14: *dt = (DLDataType){kDLComplex, 64, 1}; return true;                     /* NPY_CFLOAT */
-    case 15: *dt = (DLDataType){kDLComplex, 128, 1}; return true;                    /* NPY_CDOUBLE */
-    case 23: *dt = (DLDataType){kDLFloat, 16, 1}; return true;                       /* NPY_HALF */
+    case 0: *dt = (DLDataType){kDLBool, 8, 1}; break;                          /* NPY_BOOL */
+    case 1: *dt = (DLDataType){kDLInt, 8, 1}; break;                           /* NPY_BYTE */
+    case 2: *dt = (DLDataType){kDLUInt, 8, 1}; break;                          /* NPY_UBYTE */
+    case 3: *dt = (DLDataType){kDLInt, 16, 1}; break;                          /* NPY_SHORT */
+    case 4: *dt = (DLDataType){kDLUInt, 16, 1}; break;                         /* NPY_USHORT */
+    case 5: *dt = (DLDataType){kDLInt, 32, 1}; break;                          /* NPY_INT */
+    case 6: *dt = (DLDataType){kDLUInt, 32, 1}; break;                         /* NPY_UINT */
+    case 7: *dt = (DLDataType){kDLInt, (uint8_t)(8 * sizeof(long)), 1}; break; /* NPY_LONG */
+    case 8: *dt = (DLDataType){kDLUInt, (uint8_t)(8 * sizeof(long)), 1}; break; /* NPY_ULONG */
+    case 9: *dt = (DLDataType){kDLInt, 64, 1}; break;                          /* NPY_LONGLONG */
+    case 10: *dt = (DLDataType){kDLUInt, 64, 1}; break;                        /* NPY_ULONGLONG */
+    case 11: *dt = (DLDataType){kDLFloat, 32, 1}; break;                       /* NPY_FLOAT */
+    case 12: *dt = (DLDataType){kDLFloat, 64, 1}; break;                       /* NPY_DOUBLE */
+    case 14: *dt = (DLDataType){kDLComplex, 64, 1}; break;                     /* NPY_CFLOAT */
+    case 15: *dt = (DLDataType){kDLComplex, 128, 1}; break;                    /* NPY_CDOUBLE */
+    case 23: *dt = (DLDataType){kDLFloat, 16, 1}; break;                            /* NPY_HALF */
     default: return false;
     }
+    PyObject **own = &state->np_dtypes[d->type_num];
+    if (!*own && !(*own = ((np_descr_from_type_fn)state->np_api[NP_DESCR_FROM_TYPE])(d->type_num)))
+        PyErr_Clear(); /* NumPy's C for its own numbers: no Python */
+    return (PyObject *)d == *own;
 }
 
 /* An array's fields as a DLTensor over shape and strides (elements), or
  * false for what the general path takes instead. */
-static bool read_array(const np_array *a, DLTensor *t, int64_t *shape, int64_t *strides)
+static bool read_array(core_state *state, const np_array *a, DLTensor *t, int64_t *shape, int64_t *strides)
 {
     DLDataType dt;
-    if (a->nd < 1 || a->nd > PYLAYOUT_MAX_NDIM || !(a->flags & NP_ALIGNED) ||
-        !descr_dtype((const np_descr *)a->descr, &dt))
+    if (a->nd < 1 || a->nd > PYLAYOUT_MAX_NDIM || !((unsigned)a->flags & NP_ALIGNED) ||
+        !descr_dtype(state, (const np_descr *)a->descr, &dt))
         return false;
     const int shift = __builtin_ctz(dt.bits / 8); /* every size here is a power of 2: no divisions */
     for (int i = 0; i < a->nd; i++) {
@@ -148,34 +167,46 @@ static bool read_array(const np_array *a, DLTensor *t, int64_t *shape, int64_t *
     return true;
 }
 
-bool _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *dims, uint64_t *flags,
-                       PyObject **descr)
-{
-    const np_array *a = (const np_array *)obj;
-    if (!numpy_api(state, Py_TYPE(obj)) || !read_array(a, t, dims, dims + PYLAYOUT_MAX_NDIM))
-        return false;
-    *flags = a->flags & NP_WRITEABLE ? 0 : PYLAYOUT_FLAG_READ_ONLY;
-    *descr = Py_NewRef(a->descr); /* held: compared by identity in phase 2, never a reused address */
-    return true;
-}
-
-static bool same_tensor(const DLTensor *a, const DLTensor *b);
-
-bool _plext_numpy_unchanged(PyObject *obj, const DLTensor *t, uint64_t flags, PyObject *descr)
-{
-    const np_array *a = (const np_array *)obj;
-    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
-    DLTensor now;
-    return read_array(a, &now, shape, strides) && a->descr == descr && same_tensor(t, &now) &&
-           !(a->flags & NP_WRITEABLE) == !!(flags & PYLAYOUT_FLAG_READ_ONLY);
-}
-
 static bool same_tensor(const DLTensor *a, const DLTensor *b)
 {
     bool same = a->data == b->data && a->ndim == b->ndim;
     for (int i = 0; same && i < a->ndim; i++)
         same = a->shape[i] == b->shape[i] && a->strides[i] == b->strides[i];
     return same;
+}
+
+static uint64_t access_flags(const np_array *a)
+{
+    const unsigned f = (unsigned)a->flags;
+    return (f & NP_WRITEABLE) && !(f & NP_WARN_ON_WRITE) ? 0 : PYLAYOUT_FLAG_READ_ONLY;
+}
+
+int _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *dims, uint64_t *flags,
+                      PyObject **held)
+{
+    const np_array *a = (const np_array *)obj;
+    if (!numpy_api(state, Py_TYPE(obj)))
+        return PyErr_Occurred() ? -1 : 0;
+    if (!read_array(state, a, t, dims, dims + PYLAYOUT_MAX_NDIM))
+        return 0;
+    *flags = access_flags(a);
+    /* Held until the operand is released: the array, so that NumPy refuses
+     * to resize it meanwhile (as under a buffer export: a copy without the
+     * GIL must not lose it to another thread's a.resize()), and its dtype,
+     * compared by address in phase 2, which no other dtype can then take. */
+    held[0] = Py_NewRef(obj);
+    held[1] = Py_NewRef(a->descr);
+    return 1;
+}
+
+bool _plext_numpy_unchanged(core_state *state, PyObject *obj, const DLTensor *t, uint64_t flags,
+                            PyObject *descr)
+{
+    const np_array *a = (const np_array *)obj;
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    DLTensor now;
+    return read_array(state, a, &now, shape, strides) && a->descr == descr && same_tensor(t, &now) &&
+           access_flags(a) == flags;
 }
 
 PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format fmt)
@@ -190,7 +221,7 @@ PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format
     int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
     DLTensor src;
     bool already = false;
-    if (!read_array(a, &src, shape, strides) || pylayout_is_contiguous(&src, fmt, &already) != PYLAYOUT_OK)
+    if (!read_array(state, a, &src, shape, strides) || pylayout_is_contiguous(&src, fmt, &already) != PYLAYOUT_OK)
         return NULL;
     if (already)
         return Py_NewRef(obj);
@@ -212,8 +243,8 @@ PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format
     int64_t shape2[PYLAYOUT_MAX_NDIM], strides2[PYLAYOUT_MAX_NDIM], dshape[PYLAYOUT_MAX_NDIM],
         dstrides[PYLAYOUT_MAX_NDIM];
     DLTensor now, dst;
-    if (!read_array(a, &now, shape2, strides2) || a->descr != descr || !same_tensor(&src, &now) ||
-        !read_array((const np_array *)out, &dst, dshape, dstrides)) {
+    if (!read_array(state, a, &now, shape2, strides2) || a->descr != descr || !same_tensor(&src, &now) ||
+        !read_array(state, (const np_array *)out, &dst, dshape, dstrides)) {
         Py_DECREF(out); /* a new array of numbers: its deallocation runs no Python */
         return NULL;
     }

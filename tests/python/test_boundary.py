@@ -231,6 +231,48 @@ print("ok")
 
 
 @pytest.mark.parametrize("abi", [True, False], ids=["numpy ABI", "buffer"])
+def test_numpy_operand_cannot_be_resized_by_another_thread_during_the_copy(np, abi):
+    """While a copy runs without the GIL, another thread's a.resize() (NumPy's
+    default refcheck=True) must be refused, as NumPy refuses it under a
+    buffer export: pylayout holds the array from taking it to releasing it.
+    The test reaches copy_into_or_route with the array's only other
+    reference on the caller's stack, where the public wrapper would add one.
+    Before the ABI path held the array, the resize succeeded and the copy
+    wrote into the freed 64 MiB (SIGSEGV)."""
+    out = in_child(f"""
+import threading
+import numpy as np
+pl._core._numpy_abi({abi!r})
+
+class Starts:  # src: its __dlpack__ runs after dst was taken, and lets the other thread go
+    def __init__(self, inner, event):
+        self.inner, self.event = inner, event
+    def __dlpack__(self, **kw):
+        self.event.set()
+        return self.inner.__dlpack__(**kw)
+    def __dlpack_device__(self):
+        return self.inner.__dlpack_device__()
+
+holder = [np.zeros((4096, 4096), np.float32)]
+started, results = threading.Event(), []
+def resize():
+    started.wait()
+    try:
+        holder.pop().resize((16,))
+        results.append("resized")
+    except ValueError as e:
+        results.append(str(e))
+t = threading.Thread(target=resize)
+t.start()
+pl._core.copy_into_or_route(holder[0], Starts(np.ones((4096, 4096), np.float32).T, started))
+t.join()
+assert results and "cannot resize" in results[0], results
+print("ok")
+""")
+    assert out.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("abi", [True, False], ids=["numpy ABI", "buffer"])
 def test_numpy_dst_made_read_only_under_its_export_is_not_written(np, abi):
     """dst was writable when copy_into took it and read-only by the time it
     would be written (src's __dlpack__ set the flag): refused, not written."""

@@ -147,6 +147,19 @@ def test_copy_into_writes_numpy_dst_and_refuses_read_only(path):
     assert not ro.any()
 
 
+def test_copy_into_refuses_arrays_numpy_warns_about_writing(path):
+    """np.broadcast_arrays' results are writable but NumPy warns on a write
+    and its buffer export calls them read-only: pylayout does not write them."""
+    base = np.zeros(4, np.float32)
+    a, _ = np.broadcast_arrays(base, np.zeros((1, 4), np.float32))  # (1, 4) over base's memory
+    assert memoryview(a).readonly  # (reading a.flags.writeable would warn)
+    # the buffer path takes this size-1-dim array through __dlpack__, which
+    # calls it writable, and its phase-2 check asks the buffer: "changed"
+    with pytest.raises((ValueError, BufferError), match="read-only|changed"):
+        pl.copy_into(a, np.ones((1, 4), np.float32))
+    assert not base.any()
+
+
 def test_copy_into_refuses_overlap_between_numpy_views(path):
     a = np.arange(32, dtype=np.float64)
     with pytest.raises(ValueError, match="overlaps"):
@@ -214,7 +227,7 @@ def test_small_arrays_take_numpy_abi_and_call_no_python():
         np.empty = None                             # the general path would fail on it
         seen = []
         for dtype in (np.bool_, np.int8, np.uint16, np.int32, np.uint64, np.float16, np.float32, np.float64,
-                      np.complex64, np.complex128, np.dtype("int64").newbyteorder("=")):
+                      np.complex64, np.complex128, np.dtype("<i8"), np.dtype("long"), np.dtype("longlong")):
             x = (np.arange(24) % 5).astype(dtype).reshape(2, 3, 4).transpose(2, 0, 1)
             sys.setprofile(lambda frame, event, arg: seen.append((event, frame.f_code.co_name)))
             c = _core.convert_or_route(x, "contiguous")
@@ -239,11 +252,14 @@ def test_small_arrays_take_numpy_abi_and_call_no_python():
     lambda: np.zeros((3, 2, 1), np.float32).transpose(2, 0, 1),              # size-1 dims: dense already
     lambda: np.zeros((128, 128), np.float32).T,                              # 64 KB: pylayout allocates
     lambda: np.broadcast_to(np.arange(3.0), (4, 3)),                         # stride 0
+    lambda: np.zeros((3, 2), np.dtype((np.int32, [("r", "u1"), ("g", "u1"), ("b", "u1"), ("a", "u1")]))).T,
+    lambda: np.zeros((3, 2), np.dtype(np.float32, metadata={"unit": "m"})).T,  # not NumPy's own float32
+    lambda: np.zeros((3, 2), np.dtype("int64").newbyteorder("=")).T,         # an equal copy of int64
 ])
 def test_numpy_abi_answers_as_the_general_path(make):
     """What the ABI path declines (or takes) comes out exactly as the
-    general path has it: the same values, strides and flags, or the same
-    refusal; x itself where x is already in the format."""
+    general path has it: the same values, strides, flags and dtype, or the
+    same refusal; x itself where x is already in the format."""
     def outcome(x, fmt):
         try:
             r = _core.convert_or_route(x, fmt)
