@@ -63,7 +63,6 @@ typedef struct {
     PyTypeObject *ndarray_type;  /* numpy.ndarray, once one is seen (operands read without __dlpack__) */
     PyObject *np_empty;          /* numpy.empty, once a dense ndarray result is made */
     void *const *np_api;         /* NumPy's C function table, once checked (_core_numpy.c) */
-    PyObject *np_dtypes[24];     /* NumPy's own dtype for each of its number types, by type number */
     PyObject *np_api_capsule;    /* its capsule */
     bool np_api_tried;           /* looked for once */
     bool np_abi_off;             /* _core._numpy_abi(False): the general path only (tests) */
@@ -72,6 +71,7 @@ typedef struct {
     PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
     producer_entry producers[PRODUCER_SLOTS];
+    PyObject *np_dtypes[24];     /* NumPy's own dtype for each of its number types (_core_numpy.c) */
 } core_state;
 
 extern struct PyModuleDef _plext_module_def;

@@ -73,8 +73,9 @@ typedef struct {
 #define NP_ALIGNED 0x0100u
 #define NP_WRITEABLE 0x0400u
 #define NP_WARN_ON_WRITE 0x80000000u
-/* Table entries. */
+/* Table entries, and how many type numbers np_numbers covers. */
 enum { NP_GET_VERSION = 0, NP_ARRAY_TYPE = 2, NP_DESCR_FROM_TYPE = 45, NP_NEW_FROM_DESCR = 94 };
+enum { NP_TYPE_NUMBERS = 24 };
 
 typedef unsigned int (*np_version_fn)(void);
 typedef PyObject *(*np_descr_from_type_fn)(int type_num);
@@ -116,6 +117,21 @@ static void *const *numpy_api(core_state *state, PyTypeObject *ndarray)
     return state->np_api;
 }
 
+/* DLPack's type for each of NumPy's plain number types, by NumPy's type
+ * number (NPY_BOOL = 0 ... NPY_HALF = 23); bits 0 for the others. */
+static const DLDataType np_numbers[NP_TYPE_NUMBERS] = {
+    [0] = {kDLBool, 8, 1},                            /* NPY_BOOL */
+    [1] = {kDLInt, 8, 1},     [2] = {kDLUInt, 8, 1},   /* NPY_BYTE, NPY_UBYTE */
+    [3] = {kDLInt, 16, 1},    [4] = {kDLUInt, 16, 1},  /* NPY_SHORT, NPY_USHORT */
+    [5] = {kDLInt, 32, 1},    [6] = {kDLUInt, 32, 1},  /* NPY_INT, NPY_UINT */
+    [7] = {kDLInt, 8 * sizeof(long), 1},              /* NPY_LONG: C's long */
+    [8] = {kDLUInt, 8 * sizeof(long), 1},             /* NPY_ULONG */
+    [9] = {kDLInt, 64, 1},    [10] = {kDLUInt, 64, 1}, /* NPY_LONGLONG, NPY_ULONGLONG */
+    [11] = {kDLFloat, 32, 1}, [12] = {kDLFloat, 64, 1}, /* NPY_FLOAT, NPY_DOUBLE */
+    [14] = {kDLComplex, 64, 1}, [15] = {kDLComplex, 128, 1}, /* NPY_CFLOAT, NPY_CDOUBLE */
+    [23] = {kDLFloat, 16, 1},                         /* NPY_HALF */
+};
+
 /* DLPack's type for a dtype that is NumPy's own instance for one of its
  * numbers (numpy.dtype('float32') itself): false for every other dtype
  * (byte-swapped, with metadata or fields, long double, datetimes, records,
@@ -123,29 +139,20 @@ static void *const *numpy_api(core_state *state, PyTypeObject *ndarray)
  * each and held: then a dtype is known by its address. */
 static bool descr_dtype(core_state *state, const np_descr *d, DLDataType *dt)
 {
-    switch (d->type_num) {
-    case 0: *dt = (DLDataType){kDLBool, 8, 1}; break;                          /* NPY_BOOL */
-    case 1: *dt = (DLDataType){kDLInt, 8, 1}; break;                           /* NPY_BYTE */
-    case 2: *dt = (DLDataType){kDLUInt, 8, 1}; break;                          /* NPY_UBYTE */
-    case 3: *dt = (DLDataType){kDLInt, 16, 1}; break;                          /* NPY_SHORT */
-    case 4: *dt = (DLDataType){kDLUInt, 16, 1}; break;                         /* NPY_USHORT */
-    case 5: *dt = (DLDataType){kDLInt, 32, 1}; break;                          /* NPY_INT */
-    case 6: *dt = (DLDataType){kDLUInt, 32, 1}; break;                         /* NPY_UINT */
-    case 7: *dt = (DLDataType){kDLInt, (uint8_t)(8 * sizeof(long)), 1}; break; /* NPY_LONG */
-    case 8: *dt = (DLDataType){kDLUInt, (uint8_t)(8 * sizeof(long)), 1}; break; /* NPY_ULONG */
-    case 9: *dt = (DLDataType){kDLInt, 64, 1}; break;                          /* NPY_LONGLONG */
-    case 10: *dt = (DLDataType){kDLUInt, 64, 1}; break;                        /* NPY_ULONGLONG */
-    case 11: *dt = (DLDataType){kDLFloat, 32, 1}; break;                       /* NPY_FLOAT */
-    case 12: *dt = (DLDataType){kDLFloat, 64, 1}; break;                       /* NPY_DOUBLE */
-    case 14: *dt = (DLDataType){kDLComplex, 64, 1}; break;                     /* NPY_CFLOAT */
-    case 15: *dt = (DLDataType){kDLComplex, 128, 1}; break;                    /* NPY_CDOUBLE */
-    case 23: *dt = (DLDataType){kDLFloat, 16, 1}; break;                            /* NPY_HALF */
-    default: return false;
+    const unsigned n = (unsigned)d->type_num;
+    if (n >= NP_TYPE_NUMBERS || np_numbers[n].bits == 0)
+        return false;
+    PyObject *own = state->np_dtypes[n];
+    if (!own) {
+        own = ((np_descr_from_type_fn)state->np_api[NP_DESCR_FROM_TYPE])((int)n); /* NumPy's C: no Python */
+        if (!own) {
+            PyErr_Clear();
+            return false;
+        }
+        state->np_dtypes[n] = own;
     }
-    PyObject **own = &state->np_dtypes[d->type_num];
-    if (!*own && !(*own = ((np_descr_from_type_fn)state->np_api[NP_DESCR_FROM_TYPE])(d->type_num)))
-        PyErr_Clear(); /* NumPy's C for its own numbers: no Python */
-    return (PyObject *)d == *own;
+    *dt = np_numbers[n];
+    return (PyObject *)d == own;
 }
 
 /* An array's fields as a DLTensor over shape and strides (elements), or
