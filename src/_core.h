@@ -243,7 +243,7 @@ typedef struct {
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */
     Py_buffer view;                /* an exact ndarray's buffer export (view.obj set), held to release */
-    PyObject *np_held[2];          /* or the array and its dtype, where its fields were read (NumPy's C ABI) */
+    PyObject *np_array;            /* or the array itself, held, where its fields were read (NumPy's C ABI) */
     int64_t dims[2 * PYLAYOUT_MAX_NDIM];
 } operand;
 
@@ -252,7 +252,7 @@ static inline void _plext_operand_init(operand *op)
 {
     op->held = NULL;
     op->view.obj = NULL;
-    op->np_held[0] = op->np_held[1] = NULL;
+    op->np_array = NULL;
     op->dl = NULL;
 }
 
@@ -288,14 +288,13 @@ PyObject *_plext_export_through(const DLPackExchangeAPI *api, pylayout_tensor *t
  * the general path must answer, or NULL with an error. */
 PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format fmt);
 /* Phase 1 for an exact ndarray: its fields as *t over dims (shape, then
- * strides at dims + PYLAYOUT_MAX_NDIM), its writability, and references to
- * the array and its dtype in held[0] and held[1].  1 when taken, 0 where its
- * buffer or __dlpack__ must take it, -1 with an error. */
+ * strides at dims + PYLAYOUT_MAX_NDIM), its writability, and a reference to
+ * the array in *held.  1 when taken, 0 where its buffer or __dlpack__ must
+ * take it, -1 with an error. */
 int _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *dims, uint64_t *flags,
                       PyObject **held);
-/* Phase 2: whether obj's fields still describe *t, flags and descr. */
-bool _plext_numpy_unchanged(core_state *state, PyObject *obj, const DLTensor *t, uint64_t flags,
-                            PyObject *descr);
+/* Phase 2: whether obj's fields still describe *t and flags. */
+bool _plext_numpy_unchanged(core_state *state, PyObject *obj, const DLTensor *t, uint64_t flags);
 
 /* ----------------------------------------- _core_exchange.c: our C API */
 

@@ -482,7 +482,7 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
     op->state = state;
     op->obj = obj;
     if (_plext_is_ndarray(state, obj)) {
-        int r = _plext_numpy_take(state, obj, &op->scratch, op->dims, &op->flags, op->np_held);
+        int r = _plext_numpy_take(state, obj, &op->scratch, op->dims, &op->flags, &op->np_array);
         if (r != 0)
             return r < 0 ? -1 : 0;
         r = take_ndarray(op);
@@ -682,8 +682,8 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
 {
     if (numel_of(dl) == 0)
         return 0; /* no memory is read */
-    if (op->np_held[0]) /* taken through NumPy's fields: read them again */
-        return _plext_numpy_unchanged(op->state, op->obj, dl, op->flags, op->np_held[1]) ? 0 : ndarray_changed();
+    if (op->np_array) /* taken through NumPy's fields: read them again */
+        return _plext_numpy_unchanged(op->state, op->obj, dl, op->flags) ? 0 : ndarray_changed();
     Py_buffer now;
     if (PyObject_GetBuffer(op->obj, &now, PyBUF_RECORDS_RO) < 0) {
         PyErr_Clear();
@@ -709,7 +709,7 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
 int _plext_operand_memory(operand *op, bool for_data)
 {
     if (!op->late) {
-        op->dl = op->view.obj || op->np_held[0] ? &op->scratch : ((TensorObject *)op->held)->dl;
+        op->dl = op->view.obj || op->np_array ? &op->scratch : ((TensorObject *)op->held)->dl;
         return for_data && _plext_is_ndarray(op->state, op->obj) ? ndarray_unchanged(op, op->dl) : 0;
     }
     if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
@@ -751,8 +751,7 @@ void _plext_operand_release(operand *op)
 {
     if (op->view.obj)
         PyBuffer_Release(&op->view);
-    Py_CLEAR(op->np_held[1]);
-    Py_CLEAR(op->np_held[0]);
+    Py_CLEAR(op->np_array);
     Py_CLEAR(op->held);
     op->dl = NULL;
 }

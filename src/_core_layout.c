@@ -213,7 +213,7 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
 {
     pylayout_tensor *out = NULL;
     pylayout_status st;
-    if ((x->view.obj || x->np_held[0]) && !order) { /* reads the memory itself, after making its result */
+    if ((x->view.obj || x->np_array) && !order) { /* reads the memory itself, after making its result */
         PyObject *res = ndarray_convert(state, x, fmt);
         if (res || PyErr_Occurred())
             return res;

@@ -33,7 +33,7 @@
  * the array's fields, makes its result (PyArray_NewFromDescr: NumPy's C),
  * reads the fields again and compares, and copies from the second read with
  * no Python in between.  An operand's fields are read in phase 1 and read
- * again and compared in phase 2, as its buffer was.  (Making a plain
+ * again and compared in phase 2, as its buffer was, the array held between.  (Making a plain
  * ndarray runs no Python today; the second read is for allocators NumPy
  * lets a user install.)
  */
@@ -174,11 +174,16 @@ static bool read_array(core_state *state, const np_array *a, DLTensor *t, int64_
     return true;
 }
 
-static bool same_tensor(const DLTensor *a, const DLTensor *b)
+/* Whether a's fields, read again, still describe t: the same memory, with
+ * the same dtype, shape and strides. */
+static bool still(core_state *state, const np_array *a, const DLTensor *t)
 {
-    bool same = a->data == b->data && a->ndim == b->ndim;
-    for (int i = 0; same && i < a->ndim; i++)
-        same = a->shape[i] == b->shape[i] && a->strides[i] == b->strides[i];
+    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
+    DLTensor now;
+    bool same = read_array(state, a, &now, shape, strides) && now.data == t->data && now.ndim == t->ndim &&
+                now.dtype.code == t->dtype.code && now.dtype.bits == t->dtype.bits;
+    for (int i = 0; same && i < now.ndim; i++)
+        same = now.shape[i] == t->shape[i] && now.strides[i] == t->strides[i];
     return same;
 }
 
@@ -197,23 +202,17 @@ int _plext_numpy_take(core_state *state, PyObject *obj, DLTensor *t, int64_t *di
     if (!read_array(state, a, t, dims, dims + PYLAYOUT_MAX_NDIM))
         return 0;
     *flags = access_flags(a);
-    /* Held until the operand is released: the array, so that NumPy refuses
-     * to resize it meanwhile (as under a buffer export: a copy without the
-     * GIL must not lose it to another thread's a.resize()), and its dtype,
-     * compared by address in phase 2, which no other dtype can then take. */
-    held[0] = Py_NewRef(obj);
-    held[1] = Py_NewRef(a->descr);
+    /* Held until the operand is released, so that NumPy refuses to resize
+     * the array meanwhile, as under a buffer export: a copy without the GIL
+     * must not lose it to another thread's a.resize(). */
+    *held = Py_NewRef(obj);
     return 1;
 }
 
-bool _plext_numpy_unchanged(core_state *state, PyObject *obj, const DLTensor *t, uint64_t flags,
-                            PyObject *descr)
+bool _plext_numpy_unchanged(core_state *state, PyObject *obj, const DLTensor *t, uint64_t flags)
 {
     const np_array *a = (const np_array *)obj;
-    int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
-    DLTensor now;
-    return read_array(state, a, &now, shape, strides) && a->descr == descr && same_tensor(t, &now) &&
-           access_flags(a) == flags;
+    return still(state, a, t) && access_flags(a) == flags;
 }
 
 PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format fmt)
@@ -237,25 +236,23 @@ PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format
     np_intp dims[PYLAYOUT_MAX_NDIM];
     for (int i = 0; i < src.ndim; i++)
         dims[i] = (np_intp)shape[i];
-    PyObject *descr = Py_NewRef(a->descr); /* the result's, stolen by the call */
-    PyObject *out = ((np_new_from_descr_fn)api[NP_NEW_FROM_DESCR])(
-        (PyTypeObject *)api[NP_ARRAY_TYPE], descr, src.ndim, dims, NULL, NULL, fmt == PYLAYOUT_FORMAT_FORTRAN, NULL);
+    const int fortran = fmt == PYLAYOUT_FORMAT_FORTRAN;
+    PyObject *out = ((np_new_from_descr_fn)api[NP_NEW_FROM_DESCR])( /* steals a reference to the dtype */
+        (PyTypeObject *)api[NP_ARRAY_TYPE], Py_NewRef(a->descr), src.ndim, dims, NULL, NULL, fortran, NULL);
     if (!out) {
         if (!PyErr_ExceptionMatches(PyExc_MemoryError))
             return NULL;
         PyErr_Clear(); /* the general path allocates, and retries after releasing pylayout's cache */
         return NULL;
     }
-    /* phase 2: the array read again, as it is now, and the result */
-    int64_t shape2[PYLAYOUT_MAX_NDIM], strides2[PYLAYOUT_MAX_NDIM], dshape[PYLAYOUT_MAX_NDIM],
-        dstrides[PYLAYOUT_MAX_NDIM];
-    DLTensor now, dst;
-    if (!read_array(state, a, &now, shape2, strides2) || a->descr != descr || !same_tensor(&src, &now) ||
-        !read_array(state, (const np_array *)out, &dst, dshape, dstrides)) {
+    /* phase 2: the array read again, still as it was, and the result */
+    int64_t dshape[PYLAYOUT_MAX_NDIM], dstrides[PYLAYOUT_MAX_NDIM];
+    DLTensor dst;
+    if (!still(state, a, &src) || !read_array(state, (const np_array *)out, &dst, dshape, dstrides)) {
         Py_DECREF(out); /* a new array of numbers: its deallocation runs no Python */
         return NULL;
     }
-    pylayout_status st = pylayout_copy(&now, &dst); /* small: with the GIL */
+    pylayout_status st = pylayout_copy(&src, &dst); /* small: with the GIL */
     if (st != PYLAYOUT_OK) {
         Py_DECREF(out);
         return _plext_raise_status(st);
