@@ -20,6 +20,7 @@ import pytest
 
 import pylayout as pl
 from _producers import DLPackOnly  # the path every producer but an exact ndarray takes
+from test_boundary import in_child  # a crash or a hang fails the test, with the child's output
 from pylayout import _core
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
@@ -208,17 +209,11 @@ def test_a_replaced_numpy_empty_is_not_trusted():
 
 
 
-def in_child(code):
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
-    return proc.stdout
-
-
 def test_small_arrays_take_numpy_abi_and_call_no_python():
     """The ABI path is taken for every plain dtype, and from the first
     conversion on it calls no Python function: not numpy.empty (replaced
     here by one that would fail), nor anything a profiler sees."""
-    in_child("""
+    assert in_child("""
         import sys, numpy as np, pylayout as pl
         from pylayout import _core
         assert _core._numpy_abi(None) is False      # not looked for before an ndarray comes
@@ -238,7 +233,7 @@ def test_small_arrays_take_numpy_abi_and_call_no_python():
             assert (c == x).all() and (f == x).all() and c.flags.writeable and f.flags.writeable
         assert [e for e in seen if e[0] == "call"] == [], seen   # no Python function ran
         print("ok")
-    """)
+    """).strip().endswith("ok")
 
 
 @pytest.mark.parametrize("make", [
@@ -304,4 +299,4 @@ def test_an_unknown_numpy_abi_is_not_used(version, array_type):
     whose fields it declares and the table's array type is the ndarray in
     hand; otherwise it takes the general path (which a wrong table would
     crash, not just miscount)."""
-    in_child(ABI_TABLE.format(version=version, array_type=array_type))
+    assert in_child(ABI_TABLE.format(version=version, array_type=array_type)).strip().endswith("ok")
