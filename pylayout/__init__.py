@@ -21,6 +21,7 @@ except ImportError as _error:  # the source tree, imported before a build: see _
     from ._source_tree import hand_over as _hand_over
 
     _core = _hand_over(__name__, __file__, _error)
+from . import _compile
 from ._explain import explain, layout
 from ._guards import LayoutError, LayoutWarning, require, requires
 from ._core import (
@@ -226,46 +227,37 @@ def _like(x, result, view=False):
     return result
 
 
-@_overload
-def contiguous(  # type: ignore[overload-overlap]  # a torch tensor is also a DLPack producer
-    x: "torch.Tensor", format: "Format" = ..., *, memory_format: "Format | None" = ..., copy: "bool | None" = ...
-) -> "torch.Tensor": ...
-@_overload
-def contiguous(  # type: ignore[overload-overlap]
-    x: "np.ndarray[_ShapeT, _DTypeT]", format: "Format" = ..., *, memory_format: "Format | None" = ...,
-    copy: "bool | None" = ...,
-) -> "np.ndarray[_ShapeT, _DTypeT]": ...
-@_overload
-def contiguous(
-    x: "SupportsDLPack", format: "Format" = ..., *, memory_format: "Format | None" = ..., copy: "bool | None" = ...
-) -> "Tensor": ...
-def contiguous(
-    x: "SupportsDLPack", format: "Format" = "contiguous", *, memory_format: "Format | None" = None,
-    copy: "bool | None" = None,
-) -> _Any:
-    """Return `x` dense in `format`, copying only if it is not already.
+if _TYPE_CHECKING:
+    @_overload
+    def contiguous(  # type: ignore[overload-overlap]  # a torch tensor is also a DLPack producer
+        x: "torch.Tensor", format: "Format" = ..., *, memory_format: "Format | None" = ...,
+        copy: "bool | None" = ...,
+    ) -> "torch.Tensor": ...
+    @_overload
+    def contiguous(  # type: ignore[overload-overlap]
+        x: "np.ndarray[_ShapeT, _DTypeT]", format: "Format" = ..., *, memory_format: "Format | None" = ...,
+        copy: "bool | None" = ...,
+    ) -> "np.ndarray[_ShapeT, _DTypeT]": ...
+    @_overload
+    def contiguous(
+        x: "SupportsDLPack", format: "Format" = ..., *, memory_format: "Format | None" = ...,
+        copy: "bool | None" = ...,
+    ) -> "Tensor": ...
+    def contiguous(
+        x: "SupportsDLPack", format: "Format" = "contiguous", *, memory_format: "Format | None" = None,
+        copy: "bool | None" = None,
+    ) -> _Any: ...
+else:
+    # The C function: its common call is the C fast path with no Python
+    # frame in front (the frame was most of a 1 KB array's conversion); the
+    # rest of it is the Python half below.
+    contiguous = _core.contiguous
 
-    `format` is "contiguous" (or "C"), "channels_last" (4-D),
-    "channels_last_3d" (5-D), "fortran" (or "F"), or one of torch's
-    memory_format objects, also as torch's keyword ``memory_format=``;
-    ``torch.preserve_format`` keeps a dense tensor as it is and otherwise
-    copies it in its own stride order, as torch's ``clone`` does.  When `x`
-    already satisfies the format, `x` itself comes back (no copy).  Otherwise
-    a cache-blocked, parallel copy fills a new tensor of the same kind as `x`:
-    a torch.Tensor for a torch tensor, an ndarray for a NumPy array (a NumPy
-    subclass such as np.matrix comes back as a plain ndarray), a
-    pylayout.Tensor for any other DLPack producer.  ``copy`` has the Array
-    API's meaning: None copies only if needed, True always returns a new
-    tensor, False raises ValueError if a copy is needed.
 
-    >>> import numpy as np, pylayout as pl
-    >>> a = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 0, 1)
-    >>> c = pl.contiguous(a)
-    >>> type(c).__name__, c.flags.c_contiguous, bool((c == a).all())
-    ('ndarray', True, True)
-    >>> pl.contiguous(c) is c
-    True
-    """
+def _contiguous(x, format="contiguous", *, memory_format=None, copy=None):
+    """pylayout.contiguous in Python: the same function as the C one, whose
+    fast path it repeats.  torch.compile traces it in the C function's place
+    (see _compile.py), and the C function hands it calls with keywords."""
     if memory_format is None and copy is None:  # the common call, in one C call: see _core.convert_or_route
         # torch.compile traces the route below: it must not reach the C call
         hooks = _torch_hooks
@@ -273,6 +265,12 @@ def contiguous(
             result = _core.convert_or_route(x, format)
             if result is not NotImplemented:
                 return result if type(result) is not Tensor or type(x) is Tensor else _like(x, result)
+    return _contiguous_route(x, format, memory_format, copy)
+
+
+def _contiguous_route(x, format, memory_format, copy):
+    """contiguous past its fast path: torch's keyword, pylayout.torch's
+    tensors, copy=, and whatever the fast path declined."""
     if memory_format is not None:
         if format != "contiguous":
             raise TypeError("give format or memory_format, not both")
@@ -283,7 +281,20 @@ def contiguous(
         if route:
             return route.contiguous(x, format, copy=copy)
     # positional when copy is the default: no keyword dict to build and parse
-    return _like(x, _core.contiguous(x, format) if copy is None else _core.contiguous(x, format, copy=copy))
+    return _like(x, _core.to_format(x, format) if copy is None else _core.to_format(x, format, copy=copy))
+
+
+_core._set_python_halves(_contiguous, _contiguous_route, _like)
+
+
+def _trace_contiguous_in_python() -> None:
+    """Has torch.compile trace _contiguous where code calls pylayout.contiguous."""
+    import torch
+
+    torch.compiler.substitute_in_graph(contiguous)(_contiguous)
+
+
+_compile.when_dynamo_imported(_trace_contiguous_in_python)
 
 
 @_overload

@@ -5,7 +5,7 @@ conversions here take any DLPack producer and return either the argument
 itself (already in layout) or a new ``Tensor``, which ``pylayout`` turns back
 into the caller's kind of object.
 """
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 from typing_extensions import CapsuleType
@@ -69,10 +69,15 @@ def empty(
 # The conversions return `x` itself when it already is in layout, else a new
 # tensor: of `x`'s kind when `x` speaks the DLPack C exchange API (torch), else
 # a Tensor.  pylayout's wrappers give them precise types.
-def contiguous(
+def contiguous(  # pylayout.contiguous itself (typed per kind in pylayout/__init__.py)
     x: SupportsDLPack, format: Format | str = "contiguous", *, memory_format: Format | None = None,
     copy: bool | None = None,
 ) -> Any: ...
+def to_format(
+    x: SupportsDLPack, format: Format | str = "contiguous", *, memory_format: Format | None = None,
+    copy: bool | None = None,
+) -> Any: ...
+def _set_python_halves(contiguous: Callable[..., Any], route: Callable[..., Any], like: Callable[..., Any], /) -> None: ...
 def to_order(x: SupportsDLPack, order: Sequence[int], *, copy: bool | None = None) -> Any: ...
 def copy_into(dst: _DLPackT, src: SupportsDLPack) -> _DLPackT: ...
 def convert_or_route(x: SupportsDLPack, format: Format | str, /) -> Any: ...  # NotImplemented: pylayout.torch's

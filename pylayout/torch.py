@@ -156,7 +156,7 @@ _to_order_op.register_autograd(_identity_backward)
 
 @custom_op("pylayout::to_format", mutates_args=())
 def _to_format_op(x: torch.Tensor, fmt: str) -> torch.Tensor:
-    return _converted(x, _core.format_strides(x.shape, fmt), lambda plain: _core.contiguous(plain, fmt))
+    return _converted(x, _core.format_strides(x.shape, fmt), lambda plain: _core.to_format(plain, fmt))
 
 
 @_to_format_op.register_fake

@@ -70,6 +70,10 @@ typedef struct {
     PyObject *str_F;             /* "F", numpy.empty's Fortran order */
     PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
+    PyObject *is_compiling;      /* torch.compiler.is_compiling, once a torch tensor is seen */
+    PyObject *py_contiguous;     /* pylayout's Python halves of contiguous (_core._set_python_halves): */
+    PyObject *py_contiguous_route; /* the whole function, the route after the fast path, */
+    PyObject *py_like;           /* and _like, which returns a result as the caller's kind */
     producer_entry producers[PRODUCER_SLOTS];
     PyObject *np_dtypes[24];     /* NumPy's own dtype for each of its number types (_core_numpy.c) */
 } core_state;
@@ -266,6 +270,7 @@ static inline PyObject *_plext_lazy_attr(PyObject **slot, const char *module, co
     return *slot ? *slot : _plext_lookup_attr(slot, module, name);
 }
 bool _plext_is_ndarray(core_state *state, PyObject *obj);
+int _plext_is_torch_type(core_state *state, PyTypeObject *tp);
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
 int _plext_operand_guard(operand *op);
 int _plext_operand_route(operand *op);
@@ -310,6 +315,7 @@ PyObject *_plext_mod_is_dense(PyObject *module, PyObject *x);
 PyObject *_plext_mod_empty(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *_plext_mod_contiguous(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -122,6 +122,15 @@ static int producer_of(core_state *state, PyTypeObject *tp, producer_info *info)
     return 0;
 }
 
+/* Whether tp is torch.Tensor or a subclass: 1, 0, or -1 with an error. */
+int _plext_is_torch_type(core_state *state, PyTypeObject *tp)
+{
+    producer_info info = {NULL, false};
+    if (tp == state->TensorType)
+        return 0;
+    return producer_of(state, tp, &info) < 0 ? -1 : info.is_torch;
+}
+
 const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject *tp)
 {
     producer_info info;

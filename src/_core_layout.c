@@ -280,7 +280,7 @@ PyObject *_plext_mod_convert(PyObject *module, PyObject *args, PyObject *kwds)
     PyObject *x_obj, *fmt_obj = NULL, *mf_obj = NULL, *copy = Py_None, *res = NULL;
     pylayout_format fmt = PYLAYOUT_FORMAT_CONTIGUOUS;
     int want_copy;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:contiguous", kwlist, &x_obj, &fmt_obj, &mf_obj, &copy))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:to_format", kwlist, &x_obj, &fmt_obj, &mf_obj, &copy))
         return NULL;
     if (_plext_parse_format_args(fmt_obj, mf_obj, &fmt, true) < 0 || _plext_parse_copy(copy, &want_copy) < 0)
         return NULL;
@@ -343,6 +343,58 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
 done:
     _plext_operand_release(&x);
     return res;
+}
+
+/* The Python half `fn` of pylayout.contiguous, or NULL with an error when
+ * pylayout's __init__ has not installed it (_core used on its own). */
+static PyObject *python_half(PyObject *fn)
+{
+    if (!fn)
+        PyErr_SetString(PyExc_RuntimeError, "pylayout._core.contiguous needs pylayout's Python half: import pylayout");
+    return fn;
+}
+
+/* pylayout.contiguous itself.  Its common call, contiguous(x) or
+ * contiguous(x, format), is convert_or_route's, here in C: a Python function
+ * in front of it was most of a 1 KB array's conversion.  That call takes
+ * any x but a torch tensor while torch.compiler.is_compiling() (non-strict
+ * torch.export sets it: the tensors are then fake, and only pylayout.torch's
+ * ops can take them).  Every other call goes to the Python half: keywords,
+ * to the whole of it; a route to pylayout.torch (NotImplemented), to the
+ * route after the fast path.  torch.compile never calls this function: it
+ * traces the Python half in its place (pylayout/_compile.py). */
+PyObject *_plext_mod_contiguous(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    core_state *state = get_state(module);
+    if (kwnames || nargs < 1 || nargs > 2) {
+        PyObject *whole = python_half(state->py_contiguous);
+        return whole ? PyObject_Vectorcall(whole, args, (size_t)nargs, kwnames) : NULL;
+    }
+    PyObject *x = args[0], *pair[2] = {x, nargs == 2 ? args[1] : state->str_contiguous};
+    int torch = _plext_is_torch_type(state, Py_TYPE(x));
+    if (torch > 0) {
+        PyObject *compiling = _plext_lazy_attr(&state->is_compiling, "torch.compiler", "is_compiling");
+        PyObject *r = compiling ? PyObject_CallNoArgs(compiling) : NULL;
+        torch = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+    }
+    if (torch < 0)
+        return NULL;
+    PyObject *res = torch ? Py_NewRef(Py_NotImplemented) : _plext_mod_convert_or_route(module, pair, 2);
+    if (!res)
+        return NULL;
+    if (res != Py_NotImplemented) {
+        if (!Py_IS_TYPE(res, state->TensorType) || Py_IS_TYPE(x, state->TensorType))
+            return res;
+        PyObject *like = python_half(state->py_like); /* another producer's result, as its kind */
+        PyObject *out = like ? PyObject_CallFunctionObjArgs(like, x, res, NULL) : NULL;
+        Py_DECREF(res);
+        return out;
+    }
+    Py_DECREF(res);
+    PyObject *route = python_half(state->py_contiguous_route);
+    PyObject *rargs[4] = {pair[0], pair[1], Py_None, Py_None};
+    return route ? PyObject_Vectorcall(route, rargs, 4, NULL) : NULL;
 }
 
 PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)

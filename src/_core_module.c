@@ -64,6 +64,24 @@ static PyObject *mod_numpy_abi(PyObject *module, PyObject *on)
     return PyBool_FromLong(!state->np_abi_off && state->np_api != NULL);
 }
 
+/* pylayout's __init__ installs the Python halves of contiguous (see
+ * _plext_mod_contiguous): callables, held for the module's life. */
+static PyObject *mod_set_python_halves(PyObject *module, PyObject *args)
+{
+    core_state *state = get_state(module);
+    PyObject *whole, *route, *like;
+    if (!PyArg_ParseTuple(args, "OOO:_set_python_halves", &whole, &route, &like))
+        return NULL;
+    if (!PyCallable_Check(whole) || !PyCallable_Check(route) || !PyCallable_Check(like)) {
+        PyErr_SetString(PyExc_TypeError, "_set_python_halves takes three callables");
+        return NULL;
+    }
+    Py_XSETREF(state->py_contiguous, Py_NewRef(whole));
+    Py_XSETREF(state->py_contiguous_route, Py_NewRef(route));
+    Py_XSETREF(state->py_like, Py_NewRef(like));
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
 {
     (void)module;
@@ -193,11 +211,43 @@ PyDoc_STRVAR(torch_route_doc,
 
 PyDoc_STRVAR(contiguous_doc,
 "contiguous($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
-"The C half of pylayout.contiguous (which see): x itself when already in\n"
-"`format`, else a converted copy of the same kind.\n\n"
+"Return `x` dense in `format`, copying only if it is not already.\n"
+"\n"
+"`format` is \"contiguous\" (or \"C\"), \"channels_last\" (4-D),\n"
+"\"channels_last_3d\" (5-D), \"fortran\" (or \"F\"), or one of torch's\n"
+"memory_format objects, also as torch's keyword ``memory_format=``;\n"
+"``torch.preserve_format`` keeps a dense tensor as it is and otherwise\n"
+"copies it in its own stride order, as torch's ``clone`` does.  When `x`\n"
+"already satisfies the format, `x` itself comes back (no copy).  Otherwise\n"
+"a cache-blocked, parallel copy fills a new tensor of the same kind as `x`:\n"
+"a torch.Tensor for a torch tensor, an ndarray for a NumPy array (a NumPy\n"
+"subclass such as np.matrix comes back as a plain ndarray), a\n"
+"pylayout.Tensor for any other DLPack producer.  ``copy`` has the Array\n"
+"API's meaning: None copies only if needed, True always returns a new\n"
+"tensor, False raises ValueError if a copy is needed.\n"
+"\n"
 ">>> import numpy as np, pylayout as pl\n"
-">>> pl._core.contiguous(pl.from_dlpack(np.zeros((2, 3)).T)).strides\n"
+">>> a = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 0, 1)\n"
+">>> c = pl.contiguous(a)\n"
+">>> type(c).__name__, c.flags.c_contiguous, bool((c == a).all())\n"
+"('ndarray', True, True)\n"
+">>> pl.contiguous(c) is c\n"
+"True");
+
+PyDoc_STRVAR(to_format_doc,
+"to_format($module, /, x, format='contiguous', *, memory_format=None, copy=None)\n--\n\n"
+"The C core's half of pylayout.contiguous (which see), with no route to\n"
+"pylayout.torch: x itself when already in `format`, else a converted copy\n"
+"of the same kind.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.to_format(pl.from_dlpack(np.zeros((2, 3)).T)).strides\n"
 "(2, 1)");
+
+PyDoc_STRVAR(set_python_halves_doc,
+"_set_python_halves($module, contiguous, route, like, /)\n--\n\n"
+"pylayout's __init__ hands over the Python halves that pylayout.contiguous\n"
+"calls: the whole function (for keyword calls), the route after the fast\n"
+"path, and _like.");
 
 PyDoc_STRVAR(to_order_doc,
 "to_order($module, /, x, order, *, copy=None)\n--\n\n"
@@ -351,7 +401,10 @@ static PyMethodDef module_methods[] = {
     {"suggest_format", _plext_mod_suggest_format, METH_O, suggest_format_doc},
     {"is_dense", _plext_mod_is_dense, METH_O, is_dense_doc},
     KW_METHOD(empty, _plext_mod_empty),
-    KW_METHOD(contiguous, _plext_mod_convert),
+    {"contiguous", (PyCFunction)(void (*)(void))_plext_mod_contiguous, METH_FASTCALL | METH_KEYWORDS,
+     contiguous_doc},
+    KW_METHOD(to_format, _plext_mod_convert),
+    {"_set_python_halves", mod_set_python_halves, METH_VARARGS, set_python_halves_doc},
     {"copy_into_or_route", (PyCFunction)(void (*)(void))_plext_mod_copy_into_or_route, METH_FASTCALL,
      copy_into_or_route_doc},
     {"convert_or_route", (PyCFunction)(void (*)(void))_plext_mod_convert_or_route, METH_FASTCALL, convert_or_route_doc},
@@ -436,6 +489,10 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->ndarray_type);
     Py_VISIT(state->np_empty);
     Py_VISIT(state->np_api_capsule);
+    Py_VISIT(state->is_compiling);
+    Py_VISIT(state->py_contiguous);
+    Py_VISIT(state->py_contiguous_route);
+    Py_VISIT(state->py_like);
     for (size_t i = 0; i < sizeof state->np_dtypes / sizeof state->np_dtypes[0]; i++)
         Py_VISIT(state->np_dtypes[i]);
     return 0;
@@ -452,6 +509,10 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->ndarray_type);
     Py_CLEAR(state->np_empty);
     Py_CLEAR(state->np_api_capsule);
+    Py_CLEAR(state->is_compiling);
+    Py_CLEAR(state->py_contiguous);
+    Py_CLEAR(state->py_contiguous_route);
+    Py_CLEAR(state->py_like);
     state->np_api = NULL;
     for (size_t i = 0; i < sizeof state->np_dtypes / sizeof state->np_dtypes[0]; i++)
         Py_CLEAR(state->np_dtypes[i]);

@@ -39,11 +39,11 @@ def test_torch_small_copy_same_result_kind_and_identity():
 def test_torch_guards_still_refuse_at_the_core():
     x = torch.randn(4, 4, dtype=torch.complex64).t()
     with pytest.raises(BufferError, match="conjugate"):
-        _core.contiguous(x.conj())
+        _core.to_format(x.conj())
     with pytest.raises(BufferError, match="negative"):
-        _core.contiguous(torch.randn(4, 4).t()._neg_view())
+        _core.to_format(torch.randn(4, 4).t()._neg_view())
     with pytest.raises(BufferError, match="requires grad"):
-        _core.contiguous(torch.randn(4, 4, requires_grad=True).t())
+        _core.to_format(torch.randn(4, 4, requires_grad=True).t())
 
 
 def test_autograd_routing_is_kept():
@@ -85,7 +85,7 @@ def test_producers_without_max_version_are_still_retried():
 
 # ---------------------------------------------- the one-call fast path (issue 16)
 # pylayout.contiguous(x, format) with no copy= or memory_format= is one C call,
-# _core.convert_or_route: the same result as _core.contiguous, or NotImplemented
+# _core.convert_or_route: the same result as _core.to_format, or NotImplemented
 # for the torch tensors that pylayout.torch converts (then the full path runs).
 
 _FORMATS = [("contiguous", 4), ("fortran", 3), ("channels_last", 4), ("channels_last_3d", 5), ("F", 2)]
@@ -108,7 +108,7 @@ def test_fast_path_matches_the_full_path_numpy(fmt, ndim, dtype):
     for x in _layouts(rng, ndim):
         x = x.astype(dtype)
         fast = _core.convert_or_route(x, fmt)
-        full = pl._like(x, _core.contiguous(x, fmt))
+        full = pl._like(x, _core.to_format(x, fmt))
         assert type(fast) is np.ndarray and fast.dtype == x.dtype
         assert fast.strides == full.strides and np.array_equal(fast, x)
         assert (fast is x) == (full is x)
@@ -203,6 +203,97 @@ def test_fast_path_arguments():
         _core.convert_or_route(a, "sideways")
     with pytest.raises(TypeError):
         _core.convert_or_route(object(), "contiguous")
+
+
+# ------------------------------------------ pylayout.contiguous is a C function
+# Its common call, contiguous(x) or contiguous(x, format), runs in C with no
+# Python frame; keyword calls go to its Python half, pylayout._contiguous,
+# and a route to pylayout.torch to the route after the fast path.  The two
+# halves must answer alike: the second parameter of each case below is a
+# keyword call, which the Python half answers.
+
+
+def test_contiguous_is_the_c_function_with_the_python_half_signature():
+    import inspect
+    assert pl.contiguous is _core.contiguous
+    assert inspect.signature(pl.contiguous) == inspect.signature(pl._contiguous)   # torch.compile asks this
+    assert pl.contiguous.__doc__ and ">>>" in pl.contiguous.__doc__
+
+
+@pytest.mark.parametrize("fmt", ["contiguous", "C", "F", "fortran"])
+def test_positional_and_keyword_calls_answer_alike(fmt):
+    rng = np.random.default_rng(7)
+    for x in _layouts(rng, 3):
+        by_c = pl.contiguous(x, fmt)
+        by_py = pl.contiguous(x, format=fmt)
+        also = pl.contiguous(x=x, format=fmt)
+        for got in (by_py, also):
+            assert type(got) is type(by_c) and got.strides == by_c.strides and np.array_equal(got, by_c)
+            assert (got is x) == (by_c is x)
+    t = torch.randn(3, 4, 5).permute(2, 0, 1)
+    for got in (pl.contiguous(t), pl.contiguous(t, format="contiguous"), pl.contiguous(x=t)):
+        assert type(got) is torch.Tensor and got.is_contiguous() and torch.equal(got, t)
+
+
+def test_contiguous_arguments_are_checked_as_a_python_function_checks_them():
+    a = np.zeros((2, 3)).T
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+        pl.contiguous()
+    with pytest.raises(TypeError, match="takes from 1 to 2 positional arguments but 3 were given"):
+        pl.contiguous(a, "C", None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'order'"):
+        pl.contiguous(a, order="C")
+    with pytest.raises(TypeError, match="multiple values for argument 'format'"):
+        pl.contiguous(a, "C", format="F")
+    with pytest.raises(ValueError, match="unknown memory format"):
+        pl.contiguous(a, "sideways")
+    with pytest.raises(TypeError):
+        pl.contiguous(object())
+
+
+def test_contiguous_with_other_producers_and_subclasses_returns_their_kind():
+    class Sub(np.ndarray):
+        pass
+
+    a = np.arange(12.0).reshape(3, 4)
+    m = a.T.view(Sub)                        # an ndarray subclass: a plain ndarray back, via _like
+    got = pl.contiguous(m)
+    assert type(got) is np.ndarray and got.flags.c_contiguous and np.array_equal(got, m)
+    d = DLPackOnly(a.T)                      # any other producer: a pylayout.Tensor back
+    got = pl.contiguous(d)
+    assert type(got) is pl.Tensor and got.strides == (3, 1) and np.array_equal(np.from_dlpack(got), a.T)
+    t = pl.from_dlpack(a.T)                  # a pylayout.Tensor: a pylayout.Tensor
+    got = pl.contiguous(t)
+    assert type(got) is pl.Tensor and got.strides == (3, 1)
+
+
+def test_contiguous_routes_torch_tensors_while_compiling(monkeypatch):
+    """While torch.compiler.is_compiling() (non-strict torch.export sets it,
+    over fake tensors), the C function hands torch tensors to pylayout.torch's
+    ops, as the Python half does under tracing."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(4, 5).t()
+    with Ops() as eager:
+        c = pl.contiguous(x)
+    assert not any("pylayout" in op for op in eager.seen), eager.seen   # the C core copied it
+    monkeypatch.setattr(torch.compiler, "_is_compiling_flag", True)
+    assert torch.compiler.is_compiling()
+    with Ops() as compiling:
+        d = pl.contiguous(x)
+    assert any("pylayout.to_format" in op for op in compiling.seen), compiling.seen
+    assert torch.equal(c, d) and d.is_contiguous()
+    n = x.numpy()                            # not a torch tensor: the C core, compiling or not
+    assert type(pl.contiguous(n)) is np.ndarray
 
 
 def test_small_outputs_reused_are_never_shared():

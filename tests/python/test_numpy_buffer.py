@@ -61,7 +61,7 @@ def test_contiguous_and_fortran_match_numpy(dtype, ndim, path):
         for fmt, oracle, flag in (("contiguous", np.ascontiguousarray, "c_contiguous"),
                                   ("F", np.asfortranarray, "f_contiguous")):
             want = oracle(x)
-            for got in (pl.contiguous(x, fmt), _core.contiguous(x, fmt)):
+            for got in (pl.contiguous(x, fmt), _core.to_format(x, fmt)):
                 assert type(got) is np.ndarray and got.dtype == x.dtype and got.shape == x.shape
                 assert getattr(got.flags, flag) and (got.flags.writeable or got is x)
                 assert got.tobytes(order="A") == want.tobytes(order="A")
@@ -212,7 +212,8 @@ def test_a_replaced_numpy_empty_is_not_trusted():
 def test_small_arrays_take_numpy_abi_and_call_no_python():
     """The ABI path is taken for every plain dtype, and from the first
     conversion on it calls no Python function: not numpy.empty (replaced
-    here by one that would fail), nor anything a profiler sees."""
+    here by one that would fail), nor anything a profiler sees, from
+    pylayout.contiguous itself down."""
     assert in_child("""
         import sys, numpy as np, pylayout as pl
         from pylayout import _core
@@ -227,7 +228,9 @@ def test_small_arrays_take_numpy_abi_and_call_no_python():
             sys.setprofile(lambda frame, event, arg: seen.append((event, frame.f_code.co_name)))
             c = _core.convert_or_route(x, "contiguous")
             f = _core.convert_or_route(x, "F")
+            c2, f2 = pl.contiguous(x), pl.contiguous(x, "F")   # the public function: C, no frame either
             sys.setprofile(None)
+            assert c2.flags.c_contiguous and f2.flags.f_contiguous and (c2 == x).all() and (f2 == x).all()
             assert _core._numpy_abi(None) is True, dtype
             assert c.flags.c_contiguous and f.flags.f_contiguous and c.dtype is x.dtype and f.dtype is x.dtype
             assert (c == x).all() and (f == x).all() and c.flags.writeable and f.flags.writeable

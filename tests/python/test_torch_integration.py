@@ -505,6 +505,70 @@ def test_torch_compile_backward_matches_eager():
         assert torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-5)
 
 
+# pylayout.contiguous is a C function: torch.compile traces its Python half
+# (pylayout._contiguous) in its place, registered when torch._dynamo is
+# imported (pylayout/_compile.py).  Whichever is imported first, a fresh
+# process compiles it with fullgraph=True.
+_COMPILE_CHILD = """
+import sys
+{first}
+import torch
+def f(x):
+    y = x.transpose(1, 3)
+    return pl.contiguous(y) * 2, pl.contiguous(y, "F"), pl.contiguous(x, memory_format=torch.channels_last)
+graphs = []
+def backend(gm, example_inputs):
+    graphs.append(gm)
+    return gm.forward
+x = torch.randn(2, 3, 4, 5)
+got = torch.compile(f, fullgraph=True, backend=backend)(x)
+for g, e in zip(got, f(x)):
+    assert torch.equal(g, e) and g.stride() == e.stride(), (g.stride(), e.stride())
+targets = [str(n.target) for gm in graphs for n in gm.graph.nodes if n.op == "call_function"]
+assert sum("pylayout.to_format" in t for t in targets) == 3, targets
+assert not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path)  # the hook went with its one use
+import inspect, torch._dynamo as d
+assert "def " in inspect.getsource(d.reset)  # torch._dynamo's own loader still answers
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("first", ["import pylayout as pl", "import torch._dynamo\nimport pylayout as pl"],
+                         ids=["pylayout first", "torch._dynamo first"])
+def test_torch_compile_traces_the_c_function_whichever_is_imported_first(first):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_CHILD.format(first=first)], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
+def test_a_torch_that_cannot_register_is_warned_about():
+    import os
+    import subprocess
+    import sys
+    code = """
+import warnings
+import pylayout as pl
+import torch
+def refuse(fn):
+    raise RuntimeError("no polyfills here")
+torch.compiler.substitute_in_graph = refuse
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    import torch._dynamo
+assert any("could not register pylayout.contiguous" in str(m.message) for m in w), [str(m.message) for m in w]
+a = torch.randn(3, 4).t()
+assert torch.equal(pl.contiguous(a), a)       # eager calls are unaffected
+print("ok")
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
 # ------------------------------------------------------------ conjugate / negative bits
 
 
