@@ -284,17 +284,6 @@ def _contiguous_route(x, format, memory_format, copy):
     return _like(x, _core.to_format(x, format) if copy is None else _core.to_format(x, format, copy=copy))
 
 
-_core._set_python_halves(_contiguous, _contiguous_route, _like)
-
-
-def _trace_contiguous_in_python() -> None:
-    """Has torch.compile trace _contiguous where code calls pylayout.contiguous."""
-    import torch
-
-    torch.compiler.substitute_in_graph(contiguous)(_contiguous)
-
-
-_compile.when_dynamo_imported(_trace_contiguous_in_python)
 
 
 @_overload
@@ -327,30 +316,43 @@ def to_order(x: "SupportsDLPack", order: "Sequence[int]", *, copy: "bool | None"
     return _like(x, _core.to_order(x, order, copy=copy))
 
 
-def copy_into(dst: "_DLPackT", src: "SupportsDLPack") -> "_DLPackT":
-    """Copy every element of `src` into `dst` (any strides) and return `dst`.
+# The C function, as contiguous is.  torch.compile does not trace it: a copy
+# into memory breaks the graph there, and then runs as it does uncompiled.
+copy_into = _core.copy_into
 
-    Shapes and element sizes must match; `src` may broadcast (stride 0).
-    Raises ValueError, without writing anything, if `dst` is read-only,
-    overlaps itself or `src`, or does not match.
 
-    >>> import numpy as np, pylayout as pl
-    >>> out = np.zeros((3, 2), dtype=np.float64)
-    >>> _ = pl.copy_into(out.T, np.ones((2, 3)))
-    >>> float(out.sum())
-    6.0
-    """
+def _copy_into(dst, src):
+    """pylayout.copy_into in Python, the C function's half for keyword calls
+    (as _contiguous is contiguous's)."""
     # the common call in one C call, as in contiguous
     if (type(dst) in _plain or _not_torch(dst)) and (type(src) in _plain or _not_torch(src)) or \
             not _torch_hooks[1]():  # type: ignore[index]  # set: _not_torch found a torch tensor
         result = _core.copy_into_or_route(dst, src)
         if result is not NotImplemented:
             return result
+    return _copy_into_route(dst, src)
+
+
+def _copy_into_route(dst, src):
+    """copy_into past its fast path: pylayout.torch's tensors."""
     _refuse_tangents("copy_into", dst, src)
     route = _autograd(dst, src)
     if route:  # off the CPU: torch copies; on it, pylayout.torch calls the C copy
         return route.copy_into(dst, src)
-    return _core.copy_into(dst, src)
+    return _core.copy_core(dst, src)
+
+
+_core._set_python_halves(_contiguous, _contiguous_route, _copy_into, _copy_into_route, _like)
+
+
+def _trace_contiguous_in_python() -> None:
+    """Has torch.compile trace _contiguous where code calls pylayout.contiguous."""
+    import torch
+
+    torch.compiler.substitute_in_graph(contiguous)(_contiguous)
+
+
+_compile.when_dynamo_imported(_trace_contiguous_in_python)
 
 
 @_overload

@@ -384,7 +384,7 @@ def copy_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     return dst: pylayout's C copy on the CPU, torch's copy_ elsewhere (which
     bumps dst's version counter too).  Not differentiable."""
     if dst.is_cpu and src.is_cpu:
-        return _core.copy_into(dst, src)
+        return _core.copy_core(dst, src)
     _same_device("copy_into", dst, src)
     if dst.dtype != src.dtype:
         raise TypeError(f"src is {src.dtype} but dst is {dst.dtype}: a layout copy never reinterprets "

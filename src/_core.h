@@ -71,9 +71,11 @@ typedef struct {
     PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
     PyObject *is_compiling;      /* torch.compiler.is_compiling, once a torch tensor is seen */
-    PyObject *py_contiguous;     /* pylayout's Python halves of contiguous (_core._set_python_halves): */
-    PyObject *py_contiguous_route; /* the whole function, the route after the fast path, */
-    PyObject *py_like;           /* and _like, which returns a result as the caller's kind */
+    PyObject *py_contiguous;     /* pylayout's Python halves (_core._set_python_halves) of contiguous */
+    PyObject *py_contiguous_route; /* and copy_into: each whole function and its route after the fast */
+    PyObject *py_copy_into;      /* path; and _like, which returns a result as the caller's kind */
+    PyObject *py_copy_into_route;
+    PyObject *py_like;
     producer_entry producers[PRODUCER_SLOTS];
     PyObject *np_dtypes[24];     /* NumPy's own dtype for each of its number types (_core_numpy.c) */
 } core_state;
@@ -319,6 +321,7 @@ PyObject *_plext_mod_contiguous(PyObject *module, PyObject *const *args, Py_ssiz
 PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *_plext_mod_copy_into_front(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x);
 PyObject *_plext_mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds);

@@ -350,8 +350,28 @@ done:
 static PyObject *python_half(PyObject *fn)
 {
     if (!fn)
-        PyErr_SetString(PyExc_RuntimeError, "pylayout._core.contiguous needs pylayout's Python half: import pylayout");
+        PyErr_SetString(PyExc_RuntimeError, "pylayout._core's public functions need their Python halves: import pylayout");
     return fn;
+}
+
+/* Whether any of xs is a torch tensor while torch.compiler.is_compiling():
+ * 1, 0, or -1 with an error.  Then only pylayout.torch's ops may take it. */
+static int torch_compiling(core_state *state, PyObject *const *xs, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int torch = _plext_is_torch_type(state, Py_TYPE(xs[i]));
+        if (torch <= 0) {
+            if (torch < 0)
+                return -1;
+            continue;
+        }
+        PyObject *fn = _plext_lazy_attr(&state->is_compiling, "torch.compiler", "is_compiling");
+        PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
+        int compiling = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return compiling;
+    }
+    return 0;
 }
 
 /* pylayout.contiguous itself.  Its common call, contiguous(x) or
@@ -371,16 +391,10 @@ PyObject *_plext_mod_contiguous(PyObject *module, PyObject *const *args, Py_ssiz
         return whole ? PyObject_Vectorcall(whole, args, (size_t)nargs, kwnames) : NULL;
     }
     PyObject *x = args[0], *pair[2] = {x, nargs == 2 ? args[1] : state->str_contiguous};
-    int torch = _plext_is_torch_type(state, Py_TYPE(x));
-    if (torch > 0) {
-        PyObject *compiling = _plext_lazy_attr(&state->is_compiling, "torch.compiler", "is_compiling");
-        PyObject *r = compiling ? PyObject_CallNoArgs(compiling) : NULL;
-        torch = r ? PyObject_IsTrue(r) : -1;
-        Py_XDECREF(r);
-    }
-    if (torch < 0)
+    int compiling = torch_compiling(state, args, 1);
+    if (compiling < 0)
         return NULL;
-    PyObject *res = torch ? Py_NewRef(Py_NotImplemented) : _plext_mod_convert_or_route(module, pair, 2);
+    PyObject *res = compiling ? Py_NewRef(Py_NotImplemented) : _plext_mod_convert_or_route(module, pair, 2);
     if (!res)
         return NULL;
     if (res != Py_NotImplemented) {
@@ -504,12 +518,12 @@ PyObject *_plext_mod_copy_into(PyObject *module, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"dst", "src", NULL};
     PyObject *dst_obj, *src_obj;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_into", kwlist, &dst_obj, &src_obj))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:copy_core", kwlist, &dst_obj, &src_obj))
         return NULL;
     return copy_into(module, dst_obj, src_obj, false);
 }
 
-/* pylayout.copy_into's fast path: _core.copy_into(dst, src), or
+/* pylayout.copy_into's fast path: _core.copy_core(dst, src), or
  * NotImplemented for torch operands that pylayout.torch handles (autograd,
  * forward AD, functorch, off the CPU), decided before any memory is read. */
 PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -519,6 +533,28 @@ PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args,
         return NULL;
     }
     return copy_into(module, args[0], args[1], true);
+}
+
+/* pylayout.copy_into itself, as pylayout.contiguous is (see there): its
+ * positional call copy_into(dst, src) is copy_into_or_route's, in C; keyword
+ * calls go to its Python half, _copy_into, and routes to pylayout.torch to
+ * _copy_into_route. */
+PyObject *_plext_mod_copy_into_front(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    core_state *state = get_state(module);
+    if (kwnames || nargs != 2) {
+        PyObject *whole = python_half(state->py_copy_into);
+        return whole ? PyObject_Vectorcall(whole, args, (size_t)nargs, kwnames) : NULL;
+    }
+    int compiling = torch_compiling(state, args, 2);
+    if (compiling < 0)
+        return NULL;
+    PyObject *res = compiling ? Py_NewRef(Py_NotImplemented) : copy_into(module, args[0], args[1], true);
+    if (res != Py_NotImplemented)
+        return res;
+    Py_DECREF(res);
+    PyObject *route = python_half(state->py_copy_into_route);
+    return route ? PyObject_Vectorcall(route, args, 2, NULL) : NULL;
 }
 
 /* The strides of x with its size-1 dims' strides canonical

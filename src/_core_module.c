@@ -69,16 +69,19 @@ static PyObject *mod_numpy_abi(PyObject *module, PyObject *on)
 static PyObject *mod_set_python_halves(PyObject *module, PyObject *args)
 {
     core_state *state = get_state(module);
-    PyObject *whole, *route, *like;
-    if (!PyArg_ParseTuple(args, "OOO:_set_python_halves", &whole, &route, &like))
+    PyObject *fn[5];
+    if (!PyArg_ParseTuple(args, "OOOOO:_set_python_halves", &fn[0], &fn[1], &fn[2], &fn[3], &fn[4]))
         return NULL;
-    if (!PyCallable_Check(whole) || !PyCallable_Check(route) || !PyCallable_Check(like)) {
-        PyErr_SetString(PyExc_TypeError, "_set_python_halves takes three callables");
-        return NULL;
-    }
-    Py_XSETREF(state->py_contiguous, Py_NewRef(whole));
-    Py_XSETREF(state->py_contiguous_route, Py_NewRef(route));
-    Py_XSETREF(state->py_like, Py_NewRef(like));
+    for (int i = 0; i < 5; i++)
+        if (!PyCallable_Check(fn[i])) {
+            PyErr_SetString(PyExc_TypeError, "_set_python_halves takes five callables");
+            return NULL;
+        }
+    Py_XSETREF(state->py_contiguous, Py_NewRef(fn[0]));
+    Py_XSETREF(state->py_contiguous_route, Py_NewRef(fn[1]));
+    Py_XSETREF(state->py_copy_into, Py_NewRef(fn[2]));
+    Py_XSETREF(state->py_copy_into_route, Py_NewRef(fn[3]));
+    Py_XSETREF(state->py_like, Py_NewRef(fn[4]));
     Py_RETURN_NONE;
 }
 
@@ -244,10 +247,10 @@ PyDoc_STRVAR(to_format_doc,
 "(2, 1)");
 
 PyDoc_STRVAR(set_python_halves_doc,
-"_set_python_halves($module, contiguous, route, like, /)\n--\n\n"
+"_set_python_halves($module, contiguous, contiguous_route, copy_into, copy_into_route, like, /)\n--\n\n"
 "pylayout's __init__ hands over the Python halves that pylayout.contiguous\n"
-"calls: the whole function (for keyword calls), the route after the fast\n"
-"path, and _like.");
+"and pylayout.copy_into call: each whole function (for keyword calls) and\n"
+"its route after the fast path, and _like.");
 
 PyDoc_STRVAR(to_order_doc,
 "to_order($module, /, x, order, *, copy=None)\n--\n\n"
@@ -258,11 +261,26 @@ PyDoc_STRVAR(to_order_doc,
 
 PyDoc_STRVAR(copy_into_doc,
 "copy_into($module, /, dst, src)\n--\n\n"
-"The C half of pylayout.copy_into (which see): copies src into dst, same\n"
-"shape and dtype, any strides; returns dst.\n\n"
+"Copy every element of `src` into `dst` (any strides) and return `dst`.\n"
+"\n"
+"Shapes and element sizes must match; `src` may broadcast (stride 0).\n"
+"Raises ValueError, without writing anything, if `dst` is read-only,\n"
+"overlaps itself or `src`, or does not match.\n"
+"\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> out = np.zeros((3, 2), dtype=np.float64)\n"
+">>> _ = pl.copy_into(out.T, np.ones((2, 3)))\n"
+">>> float(out.sum())\n"
+"6.0");
+
+PyDoc_STRVAR(copy_core_doc,
+"copy_core($module, /, dst, src)\n--\n\n"
+"The C core's half of pylayout.copy_into (which see), with no route to\n"
+"pylayout.torch: copies src into dst, same shape and dtype, any strides;\n"
+"returns dst.\n\n"
 ">>> import numpy as np, pylayout as pl\n"
 ">>> out = np.zeros((2, 2))\n"
-">>> pl._core.copy_into(out, np.eye(2)) is out\n"
+">>> pl._core.copy_core(out, np.eye(2)) is out\n"
 "True");
 
 PyDoc_STRVAR(view_as_complex_doc,
@@ -410,7 +428,9 @@ static PyMethodDef module_methods[] = {
     {"convert_or_route", (PyCFunction)(void (*)(void))_plext_mod_convert_or_route, METH_FASTCALL, convert_or_route_doc},
     {"torch_route", _plext_mod_torch_route, METH_O, torch_route_doc},
     KW_METHOD(to_order, _plext_mod_to_order),
-    KW_METHOD(copy_into, _plext_mod_copy_into),
+    {"copy_into", (PyCFunction)(void (*)(void))_plext_mod_copy_into_front, METH_FASTCALL | METH_KEYWORDS,
+     copy_into_doc},
+    KW_METHOD(copy_core, _plext_mod_copy_into),
     KW_METHOD(view_as_complex, _plext_mod_view_as_complex),
     {"view_as_real", _plext_mod_view_as_real, METH_O, view_as_real_doc},
     {"canonicalize", _plext_mod_canonicalize, METH_O, canonicalize_doc},
@@ -492,6 +512,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->is_compiling);
     Py_VISIT(state->py_contiguous);
     Py_VISIT(state->py_contiguous_route);
+    Py_VISIT(state->py_copy_into);
+    Py_VISIT(state->py_copy_into_route);
     Py_VISIT(state->py_like);
     for (size_t i = 0; i < sizeof state->np_dtypes / sizeof state->np_dtypes[0]; i++)
         Py_VISIT(state->np_dtypes[i]);
@@ -512,6 +534,8 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->is_compiling);
     Py_CLEAR(state->py_contiguous);
     Py_CLEAR(state->py_contiguous_route);
+    Py_CLEAR(state->py_copy_into);
+    Py_CLEAR(state->py_copy_into_route);
     Py_CLEAR(state->py_like);
     state->np_api = NULL;
     for (size_t i = 0; i < sizeof state->np_dtypes / sizeof state->np_dtypes[0]; i++)

@@ -19,7 +19,7 @@ def test_the_list_is_complete():
     for name in ("from_dlpack", "is_contiguous", "is_dense", "suggest_format", "empty", "set_num_threads",
                  "get_num_threads", "set_cache_limit", "cache_info", "contiguous", "to_order", "copy_into",
                  "view_as_complex", "view_as_real", "canonicalize", "pack_complex", "unpack_complex",
-                 "format_strides", "order_strides", "build_info", "_to_type"):
+                 "format_strides", "order_strides", "build_info", "_to_type", "to_format", "copy_core"):
         assert name in C_FUNCTIONS, name
 
 

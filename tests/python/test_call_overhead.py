@@ -213,11 +213,59 @@ def test_fast_path_arguments():
 # keyword call, which the Python half answers.
 
 
-def test_contiguous_is_the_c_function_with_the_python_half_signature():
+def test_contiguous_and_copy_into_are_the_c_functions_with_their_python_halves_signatures():
     import inspect
-    assert pl.contiguous is _core.contiguous
+    assert pl.contiguous is _core.contiguous and pl.copy_into is _core.copy_into
     assert inspect.signature(pl.contiguous) == inspect.signature(pl._contiguous)   # torch.compile asks this
-    assert pl.contiguous.__doc__ and ">>>" in pl.contiguous.__doc__
+    assert inspect.signature(pl.copy_into) == inspect.signature(pl._copy_into)
+    for fn in (pl.contiguous, pl.copy_into):
+        assert fn.__doc__ and ">>>" in fn.__doc__
+
+
+def test_copy_into_positional_and_keyword_calls_answer_alike():
+    rng = np.random.default_rng(11)
+    for x in _layouts(rng, 3):
+        outs = [np.empty_like(x, order="F") for _ in range(3)]
+        assert pl.copy_into(outs[0], x) is outs[0]
+        assert pl.copy_into(outs[1], src=x) is outs[1]
+        assert pl.copy_into(src=x, dst=outs[2]) is outs[2]
+        for o in outs:
+            assert np.array_equal(o, x)
+    t = torch.randn(3, 4, 5).permute(2, 0, 1)
+    d1, d2 = torch.empty(5, 3, 4), torch.empty(5, 3, 4)
+    v = d2._version
+    assert pl.copy_into(d1, t) is d1 and pl.copy_into(dst=d2, src=t) is d2
+    assert torch.equal(d1, t) and torch.equal(d2, t) and d2._version > v
+
+
+def test_copy_into_arguments_are_checked_as_a_python_function_checks_them():
+    a = np.zeros((2, 3))
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'src'"):
+        pl.copy_into(a)
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 3 were given"):
+        pl.copy_into(a, a, a)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        pl.copy_into(a, out=a)
+    with pytest.raises(ValueError, match="same shape"):
+        pl.copy_into(a, np.zeros((3, 2)))
+
+
+def test_copy_into_routes_torch_tensors_while_compiling(monkeypatch):
+    """As contiguous: while torch.compiler.is_compiling(), torch operands go
+    to pylayout.torch; NumPy operands stay in C."""
+    import pylayout.torch as plt
+    calls = []
+    real = plt.copy_into
+    monkeypatch.setattr(plt, "copy_into", lambda dst, src: calls.append(1) or real(dst, src))
+    x, d = torch.randn(4, 5).t(), torch.empty(5, 4)
+    pl.copy_into(d, x)
+    assert calls == [] and torch.equal(d, x)
+    monkeypatch.setattr(torch.compiler, "_is_compiling_flag", True)
+    d2 = torch.empty(5, 4)
+    assert pl.copy_into(d2, x) is d2 and torch.equal(d2, x)
+    assert calls == [1]
+    n, nd = x.numpy(), np.empty((5, 4), np.float32)
+    assert pl.copy_into(nd, n) is nd and calls == [1]
 
 
 @pytest.mark.parametrize("fmt", ["contiguous", "C", "F", "fortran"])

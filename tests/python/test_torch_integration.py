@@ -527,6 +527,11 @@ for g, e in zip(got, f(x)):
 targets = [str(n.target) for gm in graphs for n in gm.graph.nodes if n.op == "call_function"]
 assert sum("pylayout.to_format" in t for t in targets) == 3, targets
 assert not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path)  # the hook went with its one use
+def g(x, dst):                       # copy_into breaks the graph and runs as uncompiled
+    pl.copy_into(dst, x.transpose(1, 3) * 3)
+    return dst + 1
+d1, d2 = torch.empty(2, 5, 4, 3), torch.empty(2, 5, 4, 3)
+assert torch.equal(torch.compile(g)(x, d1), g(x, d2)) and torch.equal(d1, d2)
 import inspect, torch._dynamo as d
 assert "def " in inspect.getsource(d.reset)  # torch._dynamo's own loader still answers
 print("ok")
