@@ -359,6 +359,12 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose {n}x{n} uint8",
                       lambda n=n: torch.randint(0, 255, (n, n), dtype=torch.uint8).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # a photo's size: dst rows of 3000 bytes are not whole cache lines apart, so
+    # their runs cannot stream (the cached-store bands of tile_bytes_x86.c)
+    rows, cols = 4000 // s, 3000 // s
+    cases.append(Case(f"2-D transpose {rows}x{cols} uint8 (dst rows off lines)",
+                      lambda rows=rows, cols=cols: torch.randint(0, 255, (cols, rows), dtype=torch.uint8).t(),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     cases.append(Case(f"2-D transpose {n}x{n} float16",
                       lambda n=n: torch.randn(n, n, dtype=torch.float16).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))

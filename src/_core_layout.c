@@ -350,7 +350,8 @@ done:
 static PyObject *python_half(PyObject *fn)
 {
     if (!fn)
-        PyErr_SetString(PyExc_RuntimeError, "pylayout._core's public functions need their Python halves: import pylayout");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "pylayout._core's public functions need their Python halves: import pylayout");
     return fn;
 }
 

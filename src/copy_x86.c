@@ -578,6 +578,19 @@ PL_AVX512 static void pl_stile1_avx512(const char *src, int64_t ssa, char *dst, 
         pl_stile1_avx2(src + nar * ssa, ssa, dst + nar, dsb, na - nar, nb);
 }
 
+/* The same bands with cached stores, for dst rows off their lines, whose
+ * 256-byte runs cannot stream (pl_tile1_avx2's 16x16 blocks ran such
+ * copies at a quarter of memcpy).  The last na % 256 rows as the cached
+ * tile does them. */
+PL_AVX512 static void pl_rtile1_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
+{
+    const int64_t nbands = na / PL_BYTE_BAND, nar = nbands * PL_BYTE_BAND;
+    if (nbands > 0)
+        _pylayout_tile1_bands_avx512(src, ssa, dst, dsb, nbands, nb);
+    if (nar < na)
+        pl_tile1_avx2(src + nar * ssa, ssa, dst + nar, dsb, na - nar, nb);
+}
+
 /* ---- 4- and 8-byte transposes on 64-byte vectors ----
  *
  * pl_t16x16_ps512 and pl_t8x8_pd512 leave o[k] = column k of a VxV block
@@ -770,6 +783,7 @@ PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, 
 const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
     PL_AVX2_TILES(pl_tile4_avx512),
+    .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx2,

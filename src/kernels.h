@@ -92,6 +92,10 @@ typedef struct _pylayout_kernels {
      * SSE2 and AVX2 ones, which walk such tiles a line at a time) and fall
      * back to cached stores when dst or dsb is not 64-byte aligned. */
     _pylayout_tile_fn tile_stream[PL_NSIZES];
+    /* Cached-store tiles 256 bytes wide along i, for copies beyond the
+     * caches whose dst rows are not a whole number of lines apart (so
+     * their runs cannot stream); NULL: the cached tiles above. */
+    _pylayout_tile_fn tile_runs[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* The same with streaming stores, for copies beyond the caches. */

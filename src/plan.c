@@ -73,6 +73,16 @@
  * tile a line at a time. */
 #define PL_STREAM_RUN_BYTES 256
 
+/* Cached-store run tiles (dst rows off their lines) take this many dst
+ * rows per tile: the next band's runs continue those rows, and the lines
+ * two runs share are still in L2 (256 KiB of runs).  uint8 n x m, 1 thread,
+ * GB/s, best of 5, tiles of 4096 / 2048 / 1024 / 512 / 256 rows (one
+ * process, all five on the same buffers): 4000x4000 11.0 / 12.3 / 13.1 /
+ * 12.9 / 11.8, 5000x3000 10.6 / 12.2 / 12.7 / 13.2 / 11.9, 8000x6000 9.3 /
+ * 9.7 / 9.9 / 9.4 / 8.7, 8000x8001 9.0 / 9.3 / 9.4 / 8.9 / 8.1 (memcpy
+ * 22-28). */
+#define PL_RUNS_DST_ROWS 1024
+
 /* A page, the smallest on x86-64 and arm64 Linux: src rows that start a
  * page or more apart each cost their own TLB entry and hardware-prefetch
  * stream.  Streaming transposes read one page of src per tile column;
@@ -324,6 +334,11 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
          * (NCDHW (1,64,32,56,56) float32, 1 thread: 21 -> 17 GB/s) */
         p->ta = pl_max(1, (p->dsb > PL_STREAM_RUN_BYTES ? PL_STREAM_RUN_BYTES : PL_LINE_BYTES) / is);
         p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
+    } else if (large && !lines && k->tile_runs[lg] != NULL && p->na * is >= PL_STREAM_RUN_BYTES) {
+        /* dst rows off their lines: 256-byte runs of each row, cached */
+        p->tile = k->tile_runs[lg];
+        p->ta = PL_STREAM_RUN_BYTES / is;
+        p->tb = pl_min(p->nb, PL_RUNS_DST_ROWS);
     } else if (large && k->stream_copy != NULL && p->ta == p->na && p->dsb == p->na * is &&
                p->ta * p->tb * is <= PL_STREAM_BUFFER_BYTES) {
         p->stream_out = k->stream_copy;

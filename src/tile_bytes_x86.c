@@ -112,23 +112,6 @@ PL_AVX512 static PL_INLINE void pl_t16x16x4_epi8(const char *s, int64_t ssa, __m
     pl_t16x16_lanes_epi8(r, o);
 }
 
-/* Columns [0, n) (n a multiple of 16) of PL_BYTE_BAND src rows to dst:
- * every dst row gets 256 contiguous bytes, four whole lines, streamed back
- * to back across 16 rows.  Only for the few columns blocks leave (under 64
- * before the first line and after the last): 16 bytes per src row per
- * step is no way to read memory. */
-PL_AVX512 static void pl_stream_runs1_avx512(const char *s, int64_t ssa, char *d, int64_t dsb, int64_t n)
-{
-    for (int64_t j = 0; j < n; j += 16)
-        for (int q = 0; q < PL_BYTE_BAND / 64; q++) {
-            __m512i o[16];
-            pl_t16x16x4_epi8(s + 64 * q * ssa + j, ssa, o);
-#pragma GCC unroll 16
-            for (int k = 0; k < 16; k++)
-                _mm512_stream_si512((void *)(d + (j + k) * dsb + 64 * q), o[k]);
-        }
-}
-
 /* ---- whole blocks: stage units and run units ----
  *
  * A block is one band of rows x 2 (PL_BLOCK_LINES) or 1 column lines of
@@ -159,34 +142,6 @@ PL_AVX512 static PL_INLINE void pl_stage16_avx512(const char *s, int64_t ssa, ch
         _mm512_store_si512((void *)(x + m * stride), o[m]);
 }
 
-/* Run unit: the 16 lines X(m, g) of one column m (g = 0..15, at x + g *
- * stride) to dst rows 16L + m (L < 4; d is row m, rows dsb apart), 256
- * bytes each.  Dst line G of column 16L + m is lane L of X(m, 4G..4G+3): a
- * 4 x 4 transpose of 128-bit lanes.  A row's four lines are streamed back
- * to back. */
-PL_AVX512 static PL_INLINE void pl_run4_avx512(const char *x, int64_t stride, char *d, int64_t dsb)
-{
-    __m512i y[4][4]; /* [G][L] */
-#pragma GCC unroll 4
-    for (int G = 0; G < 4; G++) {
-        const __m512i x0 = _mm512_load_si512((const void *)(x + (4 * G + 0) * stride));
-        const __m512i x1 = _mm512_load_si512((const void *)(x + (4 * G + 1) * stride));
-        const __m512i x2 = _mm512_load_si512((const void *)(x + (4 * G + 2) * stride));
-        const __m512i x3 = _mm512_load_si512((const void *)(x + (4 * G + 3) * stride));
-        const __m512i t0 = _mm512_shuffle_i64x2(x0, x1, 0x44), t1 = _mm512_shuffle_i64x2(x0, x1, 0xEE);
-        const __m512i t2 = _mm512_shuffle_i64x2(x2, x3, 0x44), t3 = _mm512_shuffle_i64x2(x2, x3, 0xEE);
-        y[G][0] = _mm512_shuffle_i64x2(t0, t2, 0x88);
-        y[G][1] = _mm512_shuffle_i64x2(t0, t2, 0xDD);
-        y[G][2] = _mm512_shuffle_i64x2(t1, t3, 0x88);
-        y[G][3] = _mm512_shuffle_i64x2(t1, t3, 0xDD);
-    }
-#pragma GCC unroll 4
-    for (int L = 0; L < 4; L++)
-#pragma GCC unroll 4
-        for (int G = 0; G < 4; G++)
-            _mm512_stream_si512((void *)(d + L * 16 * dsb + 64 * G), y[G][L]);
-}
-
 /* Prefetches rows [0, 16) of p (ssa apart), `lines` column lines of each,
  * into L2.  Rolled loops, on purpose: the same sixteen PREFETCHT2s fully
  * unrolled (GCC -O3 and clang do that unasked) ran the kernel at 15.5
@@ -201,107 +156,31 @@ PL_AVX512 static PL_INLINE void pl_prefetch16(const char *p, int64_t ssa, int li
             _mm_prefetch(p + k * ssa + 64 * l, _MM_HINT_T2);
 }
 
-/* Blocks of `lines` column lines, t = 0 .. nbands * nblk - 1, band by
- * band: the stage units of block t + 1 go between the run units of block
- * t.  Columns [0, nblk * 64 * lines) of each band, whose rows span
- * pf_lines cache lines each (lines, or one more for rows off their
- * lines).  `next`: where the work after this starts, prefetched as if it
- * were one more block (a prefetch never faults: past the tensor it is only
- * wasted).  The caller passes lines and pf_lines as constants: with
- * pf_lines a variable, the prefetch loop alone took the kernel from 19.5
- * to 16 GB/s. */
-PL_AVX512 static PL_INLINE void pl_blocks_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb,
-                                                 int64_t nbands, int64_t nblk, const int lines, const int pf_lines,
-                                                 const char *next)
-{
-    const int64_t total = nbands * nblk, w = 64 * (int64_t)lines;
-    _Alignas(64) char buf[PL_BLOCK_LINES][PL_BYTE_BAND * 64];
-    if (total == 0)
-        return;
-#define PL_BLOCK_SRC(t) (src + (t) / nblk * PL_BYTE_BAND * ssa + (t) % nblk * w)
-#pragma GCC unroll 1
-    for (int g = 0; g < PL_PREFETCH_ROWS / 16; g++)
-        pl_prefetch16(src + 16 * g * ssa, ssa, pf_lines);
-    for (int64_t t = -1; t < total; t++) {
-        const char *sn = t + 1 < total ? PL_BLOCK_SRC(t + 1) : NULL;
-        const char *sp = t + 2 < total ? PL_BLOCK_SRC(t + 2) : t + 2 == total ? next : NULL;
-        char *dt = t >= 0 ? dst + t % nblk * w * dsb + t / nblk * PL_BYTE_BAND : NULL;
-        /* block t + 1 in layout 16g + m when t + 1 is odd, block t in 16m + g */
-        const bool odd = ((t + 1) & 1) != 0;
-        const int64_t stride = odd ? 64 : 16 * 64;
-        for (int j = 0; j < 16; j++) {
-            /* rows PL_PREFETCH_ROWS past this step's, in the staging order
-             * (the next block's rows, then the one after) */
-            const int64_t r = 16 * j + PL_PREFETCH_ROWS;
-            const char *pf = sn == NULL         ? NULL
-                             : r < PL_BYTE_BAND ? sn + r * ssa
-                             : sp != NULL       ? sp + (r - PL_BYTE_BAND) * ssa
-                                                : NULL;
-            if (pf != NULL)
-                pl_prefetch16(pf, ssa, pf_lines);
-            const int64_t x = odd ? 16 * 64 * j : 64 * j;
-            for (int c = 0; c < lines; c++) {
-                if (dt != NULL)
-                    pl_run4_avx512(buf[c] + x, stride, dt + (64 * c + j) * dsb, dsb);
-                if (sn != NULL)
-                    pl_stage16_avx512(sn + 16 * j * ssa + 64 * c, ssa, buf[c] + x, stride);
-            }
-        }
-    }
-#undef PL_BLOCK_SRC
-}
+/* The store side, once per way of storing dst (see tile_bytes_x86_bands.h). */
+#define PL_BANDS_FN_(name, how) name##_##how
+#define PL_BANDS_FN__(name, how) PL_BANDS_FN_(name, how)
+#define PL_BANDS_FN(name) PL_BANDS_FN__(name, PL_BANDS_HOW)
 
-/* Columns [0, n) of each band, 16 at a time straight from src, the last
- * n % 16 element by element: the few columns blocks do not cover. */
-PL_AVX512 static void pl_edge_columns_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t nbands,
-                                             int64_t n)
-{
-    const int64_t n16 = n / 16 * 16;
-    for (int64_t i = 0; i < nbands; i++) {
-        const char *s = src + i * PL_BYTE_BAND * ssa;
-        char *d = dst + i * PL_BYTE_BAND;
-        pl_stream_runs1_avx512(s, ssa, d, dsb, n16);
-        if (n16 < n)
-            _pl_move2d_1(s + n16, ssa, 1, d + n16 * dsb, 1, dsb, PL_BYTE_BAND, n - n16);
-    }
-}
+/* Streaming stores: dst rows on lines. */
+#define PL_BANDS_HOW stream
+#define PL_BANDS_STORE _mm512_stream_si512
+#define PL_BANDS_EXPORT _pylayout_stile1_bands_avx512
+#include "tile_bytes_x86_bands.h"
+#undef PL_BANDS_HOW
+#undef PL_BANDS_STORE
+#undef PL_BANDS_EXPORT
 
-PL_AVX512 void _pylayout_stile1_bands_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t nbands,
-                                             int64_t nb)
-{
-    /* plan.c's next tile: the next band, same columns */
-    const char *next_tile = src + nbands * PL_BYTE_BAND * ssa;
-    /* rows that all start at the same offset past a line (a NumPy array
-     * starts 16 bytes past one): the columns up to the next line first,
-     * so that blocks load whole lines (8192x8192 from NumPy, 1 thread:
-     * 14.3 GB/s with every 64-byte load across two lines, 17 so) */
-    const int64_t off = (int64_t)((uintptr_t)src & 63);
-    if (off != 0 && (ssa & 63) == 0) {
-        const int64_t head = nb < 64 - off ? nb : 64 - off;
-        pl_edge_columns_avx512(src, ssa, dst, dsb, nbands, head);
-        src += head;
-        dst += head * dsb;
-        nb -= head;
-    }
-    const int64_t w = 64 * PL_BLOCK_LINES, nblk = nb / w, nb64 = nb / 64 * 64;
-    const char *after = nblk * w < nb64 ? src + nblk * w : next_tile;
-    /* rows still off their lines (not a multiple of 64 bytes apart) span
-     * one line more: prefetching only `lines`, 7.6 GB/s instead of 14 */
-    const bool off_lines = (((uintptr_t)src | (uintptr_t)ssa) & 63) != 0;
-    if (off_lines)
-        pl_blocks_avx512(src, ssa, dst, dsb, nbands, nblk, PL_BLOCK_LINES, PL_BLOCK_LINES + 1, after);
-    else
-        pl_blocks_avx512(src, ssa, dst, dsb, nbands, nblk, PL_BLOCK_LINES, PL_BLOCK_LINES, after);
-    /* a last 64 columns: blocks of one line, one per band */
-    if (nblk * w < nb64) {
-        if (off_lines)
-            pl_blocks_avx512(src + nblk * w, ssa, dst + nblk * w * dsb, dsb, nbands, 1, 1, 2, next_tile);
-        else
-            pl_blocks_avx512(src + nblk * w, ssa, dst + nblk * w * dsb, dsb, nbands, 1, 1, 1, next_tile);
-    }
-    /* the last nb % 64 columns */
-    pl_edge_columns_avx512(src + nb64, ssa, dst + nb64 * dsb, dsb, nbands, nb - nb64);
-}
+/* Cached stores: dst rows anywhere (not a whole number of lines apart),
+ * whose 256-byte runs cannot stream.  pl_tile1_avx2's 16x16 blocks ran
+ * such copies at a quarter of memcpy: 4000x4000 uint8, 1 thread, 6.3 ->
+ * 14.5 GB/s, 8000x6000 4.5 -> 10.3 (memcpy 22-26). */
+#define PL_BANDS_HOW cached
+#define PL_BANDS_STORE _mm512_storeu_si512
+#define PL_BANDS_EXPORT _pylayout_tile1_bands_avx512
+#include "tile_bytes_x86_bands.h"
+#undef PL_BANDS_HOW
+#undef PL_BANDS_STORE
+#undef PL_BANDS_EXPORT
 
 #else
 

@@ -19,6 +19,10 @@
  * AVX-512 F + BW.  The caller fences (see _pylayout_kernels.fence). */
 void _pylayout_stile1_bands_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t nbands,
                                    int64_t nb);
+/* The same with cached stores, for dst rows anywhere (not a whole number
+ * of lines apart): each dst row still gets 256 contiguous bytes a band. */
+void _pylayout_tile1_bands_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t nbands,
+                                  int64_t nb);
 #endif
 
 #endif /* PYLAYOUT_TILE_BYTES_X86_H */

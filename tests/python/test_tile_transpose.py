@@ -76,6 +76,9 @@ def run():
               # tile_bytes_x86.c on 256-row bands, with 64 rows past the
               # last band, columns past the last 64, a second 4096-column tile
               ((1088, 4200), np.uint8, None), ((2560, 1700), np.uint8, None), ((1280, 3333), np.uint8, None),
+              # uint8 with dst rows off their lines: the same bands with cached
+              # stores (tile_runs), several 1024-row tiles, rows past the last band
+              ((1500, 3001), np.uint8, None), ((5, 700, 1300), np.uint8, (0, 2, 1)),
               ((1300, 1040), np.float32, None), ((1100, 1001), np.float32, None),
               ((700, 808), np.float64, None), ((800, 733), np.float64, None)]
     perm = (2, 3, 1, 4, 0)
