@@ -345,14 +345,7 @@ def _copy_into_route(dst, src):
 _core._set_python_halves(_contiguous, _contiguous_route, _copy_into, _copy_into_route, _like)
 
 
-def _trace_contiguous_in_python() -> None:
-    """Has torch.compile trace _contiguous where code calls pylayout.contiguous."""
-    import torch
-
-    torch.compiler.substitute_in_graph(contiguous)(_contiguous)
-
-
-_compile.when_dynamo_imported(_trace_contiguous_in_python)
+_compile.trace_in_python(contiguous, _contiguous)
 
 
 @_overload

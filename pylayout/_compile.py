@@ -18,29 +18,39 @@ from typing import Any, Callable
 
 DYNAMO = "torch._dynamo"
 
+_pending: list[tuple[Callable[..., Any], Callable[..., Any]]] = []
+_registered: set[int] = set()  # ids of the C functions done: once each, also when pylayout is reloaded
 
-def when_dynamo_imported(register: Callable[[], None]) -> None:
-    """Run `register` now if torch._dynamo is imported, else right after it is."""
+
+def trace_in_python(original: Callable[..., Any], traceable: Callable[..., Any]) -> None:
+    """Have torch.compile trace `traceable` wherever code calls `original`:
+    registered now if torch._dynamo is imported, else right after it is."""
+    _pending.append((original, traceable))
     if DYNAMO in sys.modules:
-        _run(register)
+        _register()
     elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(register))
+        sys.meta_path.insert(0, _AfterImport())
 
 
-def _run(register: Callable[[], None]) -> None:
-    try:
-        register()
-    except Exception as e:  # a torch without substitute_in_graph, or one that changed it
-        warnings.warn(f"pylayout could not register pylayout.contiguous with torch.compile ({e!r}): compiled "
-                      "code that calls it will break its graph there", RuntimeWarning, stacklevel=2)
+def _register() -> None:
+    import torch
+
+    while _pending:
+        original, traceable = _pending.pop(0)
+        if id(original) in _registered:
+            continue
+        try:
+            torch.compiler.substitute_in_graph(original)(traceable)
+        except Exception as e:  # a torch without substitute_in_graph, or one that changed it
+            warnings.warn(f"pylayout could not register pylayout.{original.__name__} with torch.compile ({e!r}): "
+                          "compiled code that calls it will break its graph there", RuntimeWarning, stacklevel=2)
+        else:
+            _registered.add(id(original))
 
 
 class _AfterImport(MetaPathFinder):
     """Finds torch._dynamo with the other finders, once, and hands back their
-    spec with a loader that runs the module and then `register`."""
-
-    def __init__(self, register: Callable[[], None]) -> None:
-        self.register = register
+    spec with a loader that runs the module and then registers."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
         if fullname != DYNAMO:
@@ -54,17 +64,16 @@ class _AfterImport(MetaPathFinder):
         else:
             return None
         if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _ThenRegister(spec.loader, self.register)
+            spec.loader = _ThenRegister(spec.loader)
         return spec
 
 
 class _ThenRegister:
     """A module's own loader (anything else asked of it goes to that loader),
-    whose exec_module runs the module and then `register`."""
+    whose exec_module runs the module and then registers."""
 
-    def __init__(self, loader: Any, register: Callable[[], None]) -> None:
+    def __init__(self, loader: Any) -> None:
         self._loader = loader
-        self._register = register
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
@@ -74,4 +83,4 @@ class _ThenRegister:
 
     def exec_module(self, module: Any) -> None:
         self._loader.exec_module(module)
-        _run(self._register)
+        _register()

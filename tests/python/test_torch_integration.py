@@ -538,8 +538,16 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("first", ["import pylayout as pl", "import torch._dynamo\nimport pylayout as pl"],
-                         ids=["pylayout first", "torch._dynamo first"])
+_RELOADED = """import torch._dynamo, importlib, warnings
+import pylayout as pl
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    pl = importlib.reload(pl)               # registered once: no duplicate, no warning
+assert not [m for m in w if "pylayout" in str(m.message)], [str(m.message) for m in w]"""
+
+
+@pytest.mark.parametrize("first", ["import pylayout as pl", "import torch._dynamo\nimport pylayout as pl", _RELOADED],
+                         ids=["pylayout first", "torch._dynamo first", "reloaded"])
 def test_torch_compile_traces_the_c_function_whichever_is_imported_first(first):
     import os
     import subprocess
