@@ -64,8 +64,9 @@ static PyObject *mod_numpy_abi(PyObject *module, PyObject *on)
     return PyBool_FromLong(!state->np_abi_off && state->np_api != NULL);
 }
 
-/* pylayout's __init__ installs the Python halves of contiguous (see
- * _plext_mod_contiguous): callables, held for the module's life. */
+/* pylayout's __init__ installs the Python halves of contiguous and
+ * copy_into (see _plext_mod_contiguous): callables, held for the module's
+ * life. */
 static PyObject *mod_set_python_halves(PyObject *module, PyObject *args)
 {
     core_state *state = get_state(module);
