@@ -316,8 +316,8 @@ def to_order(x: "SupportsDLPack", order: "Sequence[int]", *, copy: "bool | None"
     return _like(x, _core.to_order(x, order, copy=copy))
 
 
-# The C function, as contiguous is.  torch.compile does not trace it: a copy
-# into memory breaks the graph there, and then runs as it does uncompiled.
+# The C function, as contiguous is; torch.compile traces _copy_into in its
+# place (to pylayout.torch's op pylayout::copy_into).
 copy_into = _core.copy_into
 
 
@@ -335,6 +335,11 @@ def _copy_into(dst, src):
 
 def _copy_into_route(dst, src):
     """copy_into past its fast path: pylayout.torch's tensors."""
+    hooks = _torch_hooks
+    if hooks is not None and hooks[1]():  # torch.compile traces: pylayout.torch's op, with torch's checks
+        route = _autograd(dst, src)
+        if route:
+            return route.copy_into(dst, src)
     _refuse_tangents("copy_into", dst, src)
     route = _autograd(dst, src)
     if route:  # off the CPU: torch copies; on it, pylayout.torch calls the C copy
@@ -346,6 +351,7 @@ _core._set_python_halves(_contiguous, _contiguous_route, _copy_into, _copy_into_
 
 
 _compile.trace_in_python(contiguous, _contiguous)
+_compile.trace_in_python(copy_into, _copy_into)
 
 
 @_overload

@@ -1,8 +1,10 @@
-"""torch.compile and pylayout.contiguous, which is a C function.
+"""torch.compile and pylayout.contiguous and pylayout.copy_into, which are C
+functions.
 
-torch.compile (Dynamo) cannot trace into C.  It traces pylayout._contiguous
-instead: the same function in Python, with the same signature.  For that,
-torch.compiler.substitute_in_graph must register _contiguous.  Registering
+torch.compile (Dynamo) cannot trace into C.  It traces their Python halves
+instead (pylayout._contiguous, pylayout._copy_into): the same functions in
+Python, with the same signatures.  For that,
+torch.compiler.substitute_in_graph must register each.  Registering
 imports torch._dynamo, which takes most of a second.  So pylayout registers
 only when torch._dynamo itself is imported: at once if it already is,
 otherwise from a one-time import hook.  The hook runs right after

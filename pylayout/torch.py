@@ -8,7 +8,8 @@ under ``torch.compile(fullgraph=True)``:
   ``unpack_complex`` with copies, and the packing path of
   ``view_as_complex``) are ``torch.library.custom_op``s, with
   ``register_autograd`` and ``register_fake``; their kernels are pylayout's
-  parallel C copies;
+  parallel C copies; ``copy_into`` is one too while torch.compile traces
+  (it mutates dst, and is not differentiable);
 - zero-copy results (``view_as_complex`` where memory allows,
   ``view_as_real``, ``canonicalize``, ``unpack_complex(copy=False)``) are
   built from torch's own view ops, because a custom op's outputs must not
@@ -379,12 +380,9 @@ def _same_device(what: str, *xs: torch.Tensor) -> None:
                           "pylayout does not move data between devices")
 
 
-def copy_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    """Copy src into dst (any strides, same shape and dtype) on any device and
-    return dst: pylayout's C copy on the CPU, torch's copy_ elsewhere (which
-    bumps dst's version counter too).  Not differentiable."""
-    if dst.is_cpu and src.is_cpu:
-        return _core.copy_core(dst, src)
+def _check_copy(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """What the C copy checks, for the copies torch makes (off the CPU, and
+    the fake tensors torch.compile traces)."""
     _same_device("copy_into", dst, src)
     if dst.dtype != src.dtype:
         raise TypeError(f"src is {src.dtype} but dst is {dst.dtype}: a layout copy never reinterprets "
@@ -392,6 +390,33 @@ def copy_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     if dst.shape != src.shape:
         raise ValueError(f"src has shape {tuple(src.shape)} but dst has {tuple(dst.shape)}: both must have "
                          "the same shape")
+
+
+@custom_op("pylayout::copy_into", mutates_args=("dst",))
+def _copy_into_op(dst: torch.Tensor, src: torch.Tensor) -> None:
+    if dst.is_cpu and src.is_cpu:
+        _core.copy_core(dst, src)
+    else:
+        _check_copy(dst, src)
+        dst.copy_(src)
+
+
+@_copy_into_op.register_fake
+def _(dst, src):
+    _check_copy(dst, src)
+
+
+def copy_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+    """Copy src into dst (any strides, same shape and dtype) on any device and
+    return dst: pylayout's C copy on the CPU, torch's copy_ elsewhere (which
+    bumps dst's version counter too).  Not differentiable.  Under
+    torch.compile, the custom op pylayout::copy_into, which mutates dst."""
+    if torch.compiler.is_compiling():
+        _copy_into_op(dst, src)
+        return dst
+    if dst.is_cpu and src.is_cpu:
+        return _core.copy_core(dst, src)
+    _check_copy(dst, src)
     return dst.copy_(src)
 
 

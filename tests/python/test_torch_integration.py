@@ -420,6 +420,8 @@ def test_opcheck_custom_ops():
         (torch.ops.pylayout.to_order.default, (x, [3, 1, 0, 2])),
         (torch.ops.pylayout.pack_complex.default, (re, im)),
         (torch.ops.pylayout.unpack_complex.default, (z,)),
+        # mutates dst (declared), not differentiable: inputs that do not require grad
+        (torch.ops.pylayout.copy_into.default, (torch.empty(5, 4, dtype=F64), torch.randn(4, 5, dtype=F64).t())),
     ]
     for op, args in cases:
         torch.library.opcheck(op, args)
@@ -527,11 +529,13 @@ for g, e in zip(got, f(x)):
 targets = [str(n.target) for gm in graphs for n in gm.graph.nodes if n.op == "call_function"]
 assert sum("pylayout.to_format" in t for t in targets) == 3, targets
 assert not any(type(f).__name__ == "_AfterImport" for f in sys.meta_path)  # the hook went with its one use
-def g(x, dst):                       # copy_into breaks the graph and runs as uncompiled
+def g(x, dst):                       # copy_into: the op pylayout::copy_into, mutating dst
     pl.copy_into(dst, x.transpose(1, 3) * 3)
     return dst + 1
 d1, d2 = torch.empty(2, 5, 4, 3), torch.empty(2, 5, 4, 3)
-assert torch.equal(torch.compile(g)(x, d1), g(x, d2)) and torch.equal(d1, d2)
+graphs.clear()
+assert torch.equal(torch.compile(g, fullgraph=True, backend=backend)(x, d1), g(x, d2)) and torch.equal(d1, d2)
+assert any("pylayout.copy_into" in str(n.target) for gm in graphs for n in gm.graph.nodes), graphs
 import inspect, torch._dynamo as d
 assert "def " in inspect.getsource(d.reset)  # torch._dynamo's own loader still answers
 print("ok")
