@@ -45,6 +45,10 @@ typedef struct {
 
 #define PRODUCER_SLOTS 64
 
+/* NumPy's type numbers that _core_numpy.c reads arrays of: NPY_BOOL (0) to
+ * NPY_HALF (23). */
+#define PLEXT_NP_TYPE_NUMBERS 24
+
 typedef struct {
     PyTypeObject *TensorType;
     PyObject *str_dlpack;        /* "__dlpack__" */
@@ -71,13 +75,12 @@ typedef struct {
     PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
     PyObject *is_compiling;      /* torch.compiler.is_compiling, once a torch tensor is seen */
-    PyObject *py_contiguous;     /* pylayout's Python halves (_core._set_python_halves) of contiguous */
-    PyObject *py_contiguous_route; /* and copy_into: each whole function and its route after the fast */
-    PyObject *py_copy_into;      /* path; and _like, which returns a result as the caller's kind */
-    PyObject *py_copy_into_route;
-    PyObject *py_like;
+    /* pylayout's Python halves (_core._set_python_halves): contiguous and
+     * copy_into whole (for keyword calls), each one's route after the fast
+     * path, and _like (a result as the caller's kind) */
+    PyObject *py_contiguous, *py_contiguous_route, *py_copy_into, *py_copy_into_route, *py_like;
     producer_entry producers[PRODUCER_SLOTS];
-    PyObject *np_dtypes[24];     /* NumPy's own dtype for each of its number types (_core_numpy.c) */
+    PyObject *np_dtypes[PLEXT_NP_TYPE_NUMBERS]; /* NumPy's own dtype per number type (_core_numpy.c) */
 } core_state;
 
 extern struct PyModuleDef _plext_module_def;

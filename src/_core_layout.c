@@ -345,14 +345,17 @@ done:
     return res;
 }
 
-/* The Python half `fn` of pylayout.contiguous, or NULL with an error when
- * pylayout's __init__ has not installed it (_core used on its own). */
-static PyObject *python_half(PyObject *fn)
+/* fn(*args, **kwnames), fn a Python half of pylayout.contiguous or
+ * copy_into; an error when pylayout's __init__ has not installed it (_core
+ * used on its own). */
+static PyObject *call_python_half(PyObject *fn, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!fn)
+    if (!fn) {
         PyErr_SetString(PyExc_RuntimeError,
                         "pylayout._core's public functions need their Python halves: import pylayout");
-    return fn;
+        return NULL;
+    }
+    return PyObject_Vectorcall(fn, args, (size_t)nargs, kwnames);
 }
 
 /* Whether any of xs is a torch tensor while torch.compiler.is_compiling():
@@ -387,10 +390,8 @@ static int torch_compiling(core_state *state, PyObject *const *xs, Py_ssize_t n)
 PyObject *_plext_mod_contiguous(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     core_state *state = get_state(module);
-    if (kwnames || nargs < 1 || nargs > 2) {
-        PyObject *whole = python_half(state->py_contiguous);
-        return whole ? PyObject_Vectorcall(whole, args, (size_t)nargs, kwnames) : NULL;
-    }
+    if (kwnames || nargs < 1 || nargs > 2)
+        return call_python_half(state->py_contiguous, args, nargs, kwnames);
     PyObject *x = args[0], *pair[2] = {x, nargs == 2 ? args[1] : state->str_contiguous};
     int compiling = torch_compiling(state, args, 1);
     if (compiling < 0)
@@ -401,15 +402,14 @@ PyObject *_plext_mod_contiguous(PyObject *module, PyObject *const *args, Py_ssiz
     if (res != Py_NotImplemented) {
         if (!Py_IS_TYPE(res, state->TensorType) || Py_IS_TYPE(x, state->TensorType))
             return res;
-        PyObject *like = python_half(state->py_like); /* another producer's result, as its kind */
-        PyObject *out = like ? PyObject_CallFunctionObjArgs(like, x, res, NULL) : NULL;
+        PyObject *xres[2] = {x, res}; /* another producer's result, as its kind */
+        PyObject *out = call_python_half(state->py_like, xres, 2, NULL);
         Py_DECREF(res);
         return out;
     }
     Py_DECREF(res);
-    PyObject *route = python_half(state->py_contiguous_route);
     PyObject *rargs[4] = {pair[0], pair[1], Py_None, Py_None};
-    return route ? PyObject_Vectorcall(route, rargs, 4, NULL) : NULL;
+    return call_python_half(state->py_contiguous_route, rargs, 4, NULL);
 }
 
 PyObject *_plext_mod_to_order(PyObject *module, PyObject *args, PyObject *kwds)
@@ -543,10 +543,8 @@ PyObject *_plext_mod_copy_into_or_route(PyObject *module, PyObject *const *args,
 PyObject *_plext_mod_copy_into_front(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     core_state *state = get_state(module);
-    if (kwnames || nargs != 2) {
-        PyObject *whole = python_half(state->py_copy_into);
-        return whole ? PyObject_Vectorcall(whole, args, (size_t)nargs, kwnames) : NULL;
-    }
+    if (kwnames || nargs != 2)
+        return call_python_half(state->py_copy_into, args, nargs, kwnames);
     int compiling = torch_compiling(state, args, 2);
     if (compiling < 0)
         return NULL;
@@ -554,8 +552,7 @@ PyObject *_plext_mod_copy_into_front(PyObject *module, PyObject *const *args, Py
     if (res != Py_NotImplemented)
         return res;
     Py_DECREF(res);
-    PyObject *route = python_half(state->py_copy_into_route);
-    return route ? PyObject_Vectorcall(route, args, 2, NULL) : NULL;
+    return call_python_half(state->py_copy_into_route, args, 2, NULL);
 }
 
 /* The strides of x with its size-1 dims' strides canonical

@@ -33,9 +33,9 @@
  * the array's fields, makes its result (PyArray_NewFromDescr: NumPy's C),
  * reads the fields again and compares, and copies from the second read with
  * no Python in between.  An operand's fields are read in phase 1 and read
- * again and compared in phase 2, as its buffer was, the array held between.  (Making a plain
- * ndarray runs no Python today; the second read is for allocators NumPy
- * lets a user install.)
+ * again and compared in phase 2, as its buffer was, the array held between.
+ * (Making a plain ndarray runs no Python today; the second read is for
+ * allocators NumPy lets a user install.)
  */
 #include "_core.h"
 
@@ -73,9 +73,8 @@ typedef struct {
 #define NP_ALIGNED 0x0100u
 #define NP_WRITEABLE 0x0400u
 #define NP_WARN_ON_WRITE 0x80000000u
-/* Table entries, and how many type numbers np_numbers covers. */
+/* Table entries. */
 enum { NP_GET_VERSION = 0, NP_ARRAY_TYPE = 2, NP_DESCR_FROM_TYPE = 45, NP_NEW_FROM_DESCR = 94 };
-enum { NP_TYPE_NUMBERS = 24 };
 
 typedef unsigned int (*np_version_fn)(void);
 typedef PyObject *(*np_descr_from_type_fn)(int type_num);
@@ -119,7 +118,7 @@ static void *const *numpy_api(core_state *state, PyTypeObject *ndarray)
 
 /* DLPack's type for each of NumPy's plain number types, by NumPy's type
  * number (NPY_BOOL = 0 ... NPY_HALF = 23); bits 0 for the others. */
-static const DLDataType np_numbers[NP_TYPE_NUMBERS] = {
+static const DLDataType np_numbers[PLEXT_NP_TYPE_NUMBERS] = {
     [0] = {kDLBool, 8, 1},                            /* NPY_BOOL */
     [1] = {kDLInt, 8, 1},     [2] = {kDLUInt, 8, 1},   /* NPY_BYTE, NPY_UBYTE */
     [3] = {kDLInt, 16, 1},    [4] = {kDLUInt, 16, 1},  /* NPY_SHORT, NPY_USHORT */
@@ -140,7 +139,7 @@ static const DLDataType np_numbers[NP_TYPE_NUMBERS] = {
 static bool descr_dtype(core_state *state, const np_descr *d, DLDataType *dt)
 {
     const unsigned n = (unsigned)d->type_num;
-    if (n >= NP_TYPE_NUMBERS || np_numbers[n].bits == 0)
+    if (n >= PLEXT_NP_TYPE_NUMBERS || np_numbers[n].bits == 0)
         return false;
     PyObject *own = state->np_dtypes[n];
     if (!own) {
@@ -227,7 +226,8 @@ PyObject *_plext_numpy_convert(core_state *state, PyObject *obj, pylayout_format
     int64_t shape[PYLAYOUT_MAX_NDIM], strides[PYLAYOUT_MAX_NDIM];
     DLTensor src;
     bool already = false;
-    if (!read_array(state, a, &src, shape, strides) || pylayout_is_contiguous(&src, fmt, &already) != PYLAYOUT_OK)
+    if (!read_array(state, a, &src, shape, strides) ||
+        pylayout_is_contiguous(&src, fmt, &already) != PYLAYOUT_OK)
         return NULL;
     if (already)
         return Py_NewRef(obj);
