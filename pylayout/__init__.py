@@ -167,9 +167,12 @@ def _torch_views(x):
 
 
 def _refuse_tangents(what, *xs):
-    """A write into memory cannot carry a forward-mode tangent or a graph."""
+    """A write into memory cannot carry a forward-mode tangent or a graph.
+    Not asked while torch.compile traces (the functorch test is a builtin it
+    cannot trace): there the write is pylayout.torch's, through a custom op
+    that declares what it mutates and has no autograd formula."""
     hooks = _hooks()
-    if hooks is None:
+    if hooks is None or hooks[1]():
         return
     for x in xs:
         if isinstance(x, hooks[0]) and _carries_tangent(hooks, x):
@@ -335,11 +338,6 @@ def _copy_into(dst, src):
 
 def _copy_into_route(dst, src):
     """copy_into past its fast path: pylayout.torch's tensors."""
-    hooks = _torch_hooks
-    if hooks is not None and hooks[1]():  # torch.compile traces: pylayout.torch's op, with torch's checks
-        route = _autograd(dst, src)
-        if route:
-            return route.copy_into(dst, src)
     _refuse_tangents("copy_into", dst, src)
     route = _autograd(dst, src)
     if route:  # off the CPU: torch copies; on it, pylayout.torch calls the C copy

@@ -392,13 +392,19 @@ def _check_copy(dst: torch.Tensor, src: torch.Tensor) -> None:
                          "the same shape")
 
 
-@custom_op("pylayout::copy_into", mutates_args=("dst",))
-def _copy_into_op(dst: torch.Tensor, src: torch.Tensor) -> None:
+def _copy(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """pylayout's C copy on the CPU, torch's copy_ elsewhere (which bumps
+    dst's version counter too)."""
     if dst.is_cpu and src.is_cpu:
         _core.copy_core(dst, src)
     else:
         _check_copy(dst, src)
         dst.copy_(src)
+
+
+@custom_op("pylayout::copy_into", mutates_args=("dst",))
+def _copy_into_op(dst: torch.Tensor, src: torch.Tensor) -> None:
+    _copy(dst, src)
 
 
 @_copy_into_op.register_fake
@@ -408,16 +414,14 @@ def _(dst, src):
 
 def copy_into(dst: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
     """Copy src into dst (any strides, same shape and dtype) on any device and
-    return dst: pylayout's C copy on the CPU, torch's copy_ elsewhere (which
-    bumps dst's version counter too).  Not differentiable.  Under
-    torch.compile, the custom op pylayout::copy_into, which mutates dst."""
+    return dst.  Not differentiable.  Under torch.compile, the custom op
+    pylayout::copy_into, which mutates dst; uncompiled, the copy itself (no
+    dispatcher in between)."""
     if torch.compiler.is_compiling():
         _copy_into_op(dst, src)
-        return dst
-    if dst.is_cpu and src.is_cpu:
-        return _core.copy_core(dst, src)
-    _check_copy(dst, src)
-    return dst.copy_(src)
+    else:
+        _copy(dst, src)
+    return dst
 
 
 def unpack_complex(z: torch.Tensor, *, copy: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
