@@ -74,7 +74,8 @@ typedef struct {
     PyObject *str_F;             /* "F", numpy.empty's Fortran order */
     PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
-    PyObject *is_compiling;      /* torch.compiler.is_compiling, once a torch tensor is seen */
+    PyObject *torch_compiler;    /* the torch.compiler module, once a torch tensor is seen */
+    PyObject *str_compiling_flag; /* "_is_compiling_flag", what its is_compiling() returns */
     /* pylayout's Python halves (_core._set_python_halves): contiguous and
      * copy_into whole (for keyword calls), each one's route after the fast
      * path, and _like (a result as the caller's kind) */

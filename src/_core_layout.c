@@ -358,6 +358,31 @@ static PyObject *call_python_half(PyObject *fn, PyObject *const *args, Py_ssize_
     return PyObject_Vectorcall(fn, args, (size_t)nargs, kwnames);
 }
 
+/* torch.compiler.is_compiling(): 1, 0, or -1 with an error.  Its body is
+ * `return _is_compiling_flag` (under TorchScript, False: never here), so
+ * the flag is read from the module's dict, as the function reads it, without
+ * the function call (55 ns of every torch conversion).  Where the flag is
+ * missing (another torch), the function is called.  test_torch_integration
+ * runs non-strict torch.export, which sets the flag, over both fronts. */
+static int torch_is_compiling(core_state *state)
+{
+    if (!state->torch_compiler && !(state->torch_compiler = PyImport_ImportModule("torch.compiler")))
+        return -1;
+    PyObject *flag = PyDict_GetItemWithError(PyModule_GetDict(state->torch_compiler), state->str_compiling_flag);
+    if (flag) {
+        Py_INCREF(flag); /* a __bool__ could rebind the attribute */
+        int compiling = PyObject_IsTrue(flag);
+        Py_DECREF(flag);
+        return compiling;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *r = PyObject_CallMethod(state->torch_compiler, "is_compiling", NULL);
+    int compiling = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    return compiling;
+}
+
 /* Whether any of xs is a torch tensor while torch.compiler.is_compiling():
  * 1, 0, or -1 with an error.  Then only pylayout.torch's ops may take it. */
 static int torch_compiling(core_state *state, PyObject *const *xs, Py_ssize_t n)
@@ -369,11 +394,7 @@ static int torch_compiling(core_state *state, PyObject *const *xs, Py_ssize_t n)
                 return -1;
             continue;
         }
-        PyObject *fn = _plext_lazy_attr(&state->is_compiling, "torch.compiler", "is_compiling");
-        PyObject *r = fn ? PyObject_CallNoArgs(fn) : NULL;
-        int compiling = r ? PyObject_IsTrue(r) : -1;
-        Py_XDECREF(r);
-        return compiling;
+        return torch_is_compiling(state);
     }
     return 0;
 }

@@ -482,9 +482,10 @@ static int module_exec(PyObject *module)
     state->str_dtype = PyUnicode_InternFromString("dtype");
     state->str_F = PyUnicode_InternFromString("F");
     state->str_is_cpu = PyUnicode_InternFromString("is_cpu");
+    state->str_compiling_flag = PyUnicode_InternFromString("_is_compiling_flag");
     state->str_contiguous = PyUnicode_InternFromString("contiguous");
     if (!state->str_current_level || !state->str_dtype || !state->str_F || !state->str_is_cpu ||
-        !state->str_contiguous || !state->str_dlpack || !state->str_exchange || !state->kw_max_version ||
+        !state->str_compiling_flag || !state->str_contiguous || !state->str_dlpack || !state->str_exchange || !state->kw_max_version ||
         !state->max_version || !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj ||
         !state->str_is_neg)
         goto done;
@@ -510,7 +511,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->ndarray_type);
     Py_VISIT(state->np_empty);
     Py_VISIT(state->np_api_capsule);
-    Py_VISIT(state->is_compiling);
+    Py_VISIT(state->torch_compiler);
     Py_VISIT(state->py_contiguous);
     Py_VISIT(state->py_contiguous_route);
     Py_VISIT(state->py_copy_into);
@@ -532,7 +533,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->ndarray_type);
     Py_CLEAR(state->np_empty);
     Py_CLEAR(state->np_api_capsule);
-    Py_CLEAR(state->is_compiling);
+    Py_CLEAR(state->torch_compiler);
     Py_CLEAR(state->py_contiguous);
     Py_CLEAR(state->py_contiguous_route);
     Py_CLEAR(state->py_copy_into);
@@ -544,6 +545,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->str_dtype);
     Py_CLEAR(state->str_F);
     Py_CLEAR(state->str_is_cpu);
+    Py_CLEAR(state->str_compiling_flag);
     Py_CLEAR(state->str_contiguous);
     Py_CLEAR(state->str_current_level);
     Py_CLEAR(state->str_dlpack);

@@ -53,20 +53,26 @@ def in_child(code: str) -> str:
 
 # ------------------------------------------------- rule 1: operands, then memory
 
-# A torch.Tensor subclass whose is_conj() (run by pylayout's torch guard)
-# swaps VICTIM's 64 MiB storage for REPLACEMENT: torch's DLPack export shares
-# the TensorImpl, so a pointer read before the guard ran points at unmapped
-# memory.  VICTIM is the operand itself, or (copy_into, pack_complex) the
-# operand whose pointer was read first.
+# A torch.Tensor subclass whose is_neg() and is_conj() (run by pylayout's
+# torch guard; is_conj for complex tensors only) swap VICTIM's 64 MiB storage
+# for REPLACEMENT: torch's DLPack export shares the TensorImpl, so a pointer
+# read before the guard ran points at unmapped memory.  VICTIM is the operand
+# itself, or (copy_into, pack_complex) the operand whose pointer was read first.
 _EVIL_SUBCLASS = """
 import torch
 class Evil(torch.Tensor):
     armed = True
-    def is_conj(self):
+    @staticmethod
+    def fire():
         if Evil.armed:
             Evil.armed = False
             torch.Tensor.set_(VICTIM, REPLACEMENT)
+    def is_conj(self):
+        Evil.fire()
         return torch.Tensor.is_conj(self)
+    def is_neg(self):
+        Evil.fire()
+        return torch.Tensor.is_neg(self)
 """
 
 

@@ -268,6 +268,55 @@ def test_copy_into_routes_torch_tensors_while_compiling(monkeypatch):
     assert pl.copy_into(nd, n) is nd and calls == [1]
 
 
+def test_compiling_is_asked_of_torch_where_its_flag_is_missing(monkeypatch):
+    """The C functions read torch.compiler's _is_compiling_flag, the value
+    is_compiling() returns; a torch without the flag is asked is_compiling()."""
+    import pylayout.torch as plt
+    calls = []
+    real = plt.copy_into
+    monkeypatch.setattr(plt, "copy_into", lambda dst, src: calls.append(1) or real(dst, src))
+    answer = [True]
+    monkeypatch.delattr(torch.compiler, "_is_compiling_flag")
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: answer[0])
+    hooks = pl._hooks()                          # the Python halves' own handle on is_compiling
+    monkeypatch.setattr(pl, "_torch_hooks", (hooks[0], torch.compiler.is_compiling) + hooks[2:])
+    x, d = torch.randn(4, 5).t(), torch.empty(5, 4)
+    assert pl.copy_into(d, x) is d and torch.equal(d, x) and calls == [1]
+    answer[0] = False
+    d.zero_()
+    assert pl.copy_into(d, x) is d and torch.equal(d, x) and calls == [1]
+
+
+def test_the_torch_guard_asks_is_conj_of_complex_tensors_only():
+    """The conjugate bit changes only a complex tensor's values, so only those
+    are asked x.is_conj() (a call that releases the GIL); every tensor is asked
+    is_neg().  Both bits are still refused where they matter."""
+    asked = []
+
+    class Spy(torch.Tensor):
+        def is_conj(self):
+            asked.append(("conj", self.dtype))
+            return torch.Tensor.is_conj(self)
+
+        def is_neg(self):
+            asked.append(("neg", self.dtype))
+            return torch.Tensor.is_neg(self)
+
+    x = torch.randn(4, 5).t().as_subclass(Spy)
+    assert torch.equal(pl.contiguous(x), x)
+    assert asked == [("neg", torch.float32)], asked
+    asked.clear()
+    z = torch.randn(4, 5, dtype=torch.complex64).t().as_subclass(Spy)
+    d = torch.empty(5, 4, dtype=torch.complex64)
+    pl.copy_into(d, z)
+    assert torch.equal(d, z) and sorted(asked) == [("conj", torch.complex64), ("neg", torch.complex64)], asked
+    zc = torch.randn(4, 5, dtype=torch.complex64).conj()
+    with pytest.raises(BufferError, match="conjugate bit"):
+        pl.copy_into(torch.empty(4, 5, dtype=torch.complex64), zc)
+    with pytest.raises(BufferError, match="negative bit"):
+        pl.copy_into(torch.empty(4, 5), zc.imag)     # a real tensor with the negative bit
+
+
 @pytest.mark.parametrize("fmt", ["contiguous", "C", "F", "fortran"])
 def test_positional_and_keyword_calls_answer_alike(fmt):
     rng = np.random.default_rng(7)

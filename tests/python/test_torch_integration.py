@@ -562,6 +562,34 @@ def test_torch_compile_traces_the_c_function_whichever_is_imported_first(first):
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout[-2000:] + proc.stderr[-4000:]
 
 
+def test_non_strict_export_reaches_pylayout_torch_ops_through_both_fronts():
+    """Non-strict torch.export runs the module eagerly over fake tensors with
+    torch.compiler's compiling flag set.  The C functions read that flag (what
+    is_compiling() returns) and hand those tensors to pylayout.torch's custom
+    ops: the exported graph holds them, and it computes what eager mode does."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import torch
+import pylayout as pl
+class M(torch.nn.Module):
+    def forward(self, x):
+        d = torch.empty(x.shape[1], x.shape[0])
+        pl.copy_into(d, x.t())
+        return pl.contiguous(x.t()) + d
+x = torch.randn(3, 4)
+ep = torch.export.export(M(), (x,), strict=False)
+targets = [str(n.target) for n in ep.graph.nodes]
+assert any("pylayout.copy_into" in t for t in targets) and any("pylayout.to_format" in t for t in targets), targets
+assert torch.equal(ep.module()(x), 2 * x.t()) and torch.equal(M()(x), 2 * x.t())
+print("ok")
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout[-2000:] + proc.stderr[-4000:]
+
+
 def test_a_torch_that_cannot_register_is_warned_about():
     import os
     import subprocess
