@@ -284,8 +284,22 @@ def bench_exchange(quick: bool) -> list[str]:
 
 
 class Case:
-    def __init__(self, name, make, pl_fn, torch_fn=None, np_fn=None):
+    """A copy to time.  dst_off: the preallocated output of the "into" columns
+    starts that many bytes past a cache line (as NumPy's large buffers start 16
+    bytes into one); None: torch's own allocation, on a line."""
+
+    def __init__(self, name, make, pl_fn, torch_fn=None, np_fn=None, dst_off=None):
         self.name, self.make, self.pl_fn, self.torch_fn, self.np_fn = name, make, pl_fn, torch_fn, np_fn
+        self.dst_off = dst_off
+
+
+def _off_line(like, offset: int):
+    """A contiguous torch tensor shaped and typed like `like`, over a NumPy
+    buffer that starts `offset` bytes past a cache line."""
+    nbytes = like.numel() * like.element_size()
+    raw = np.empty(nbytes + 128, np.uint8)
+    lo = (-raw.ctypes.data) % 64 + offset
+    return torch.from_numpy(raw[lo:lo + nbytes]).view(like.dtype).view(like.shape)
 
 
 def _np_of(x):
@@ -365,6 +379,12 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose {rows}x{cols} uint8 (dst rows off lines)",
                       lambda rows=rows, cols=cols: torch.randint(0, 255, (cols, rows), dtype=torch.uint8).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # exactly 4 MiB into a NumPy-style buffer (16 bytes into a line): its first
+    # 12 columns go on their own, the rest streams as any larger copy does
+    m = 1024 // s
+    cases.append(Case(f"2-D transpose {m}x{m} f32 into a buffer 16 B into a line",
+                      lambda m=m: torch.randn(m, m).t(), pl.contiguous, lambda x: x.contiguous(),
+                      np.ascontiguousarray, dst_off=16))
     cases.append(Case(f"2-D transpose {n}x{n} float16",
                       lambda n=n: torch.randn(n, n, dtype=torch.float16).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
@@ -427,6 +447,8 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
         if not torch.equal(ours_t, x):
             raise AssertionError(f"{case.name}: pylayout's result differs from its input")
         dst = case.torch_fn(x).clone(memory_format=torch.preserve_format)  # the target layout, preallocated
+        if case.dst_off is not None:
+            dst = _off_line(dst, case.dst_off)
         if ours_t.stride() != dst.stride():
             raise AssertionError(f"{case.name}: pylayout's result has strides {ours_t.stride()}, "
                                  f"torch's {dst.stride()}")

@@ -9,7 +9,8 @@ untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
 set: the path is chosen once, at import.  A path this CPU lacks runs the
 best one it has, which the child reports.  uint8 sources above the
 threshold also start off their cache lines (1, 16 as NumPy's large arrays
-do, and 37 bytes past one).
+do, and 37 bytes past one).  Copies of exactly 4 MiB into a dst off its
+lines stream the columns after its first line, as larger ones do.
 """
 from __future__ import annotations
 
@@ -80,7 +81,10 @@ def run():
               # stores (tile_runs), several 1024-row tiles, rows past the last band
               ((1500, 3001), np.uint8, None), ((5, 700, 1300), np.uint8, (0, 2, 1)),
               ((1300, 1040), np.float32, None), ((1100, 1001), np.float32, None),
-              ((700, 808), np.float64, None), ((800, 733), np.float64, None)]
+              ((700, 808), np.float64, None), ((800, 733), np.float64, None),
+              # exactly 4 MiB: into a dst off its lines the first columns are
+              # split off, and the rest, just under the threshold, still streams
+              ((1024, 1024), np.float32, None), ((2048, 2048), np.uint8, None)]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
