@@ -385,6 +385,10 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose {m}x{m} f32 into a buffer 16 B into a line",
                       lambda m=m: torch.randn(m, m).t(), pl.contiguous, lambda x: x.contiguous(),
                       np.ascontiguousarray, dst_off=16))
+    # a float16 weight matrix: dst rows 2 KiB apart, a power of two (tile strips)
+    cases.append(Case(f"2-D transpose {m}x{m} float16 (rows 2 KiB apart)",
+                      lambda m=m: torch.randn(m, m, dtype=torch.float16).t(),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     cases.append(Case(f"2-D transpose {n}x{n} float16",
                       lambda n=n: torch.randn(n, n, dtype=torch.float16).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))

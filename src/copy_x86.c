@@ -176,11 +176,14 @@ PL_DEFINE_MICRO(pl_micro4_sse2, PL_SSE2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
 PL_DEFINE_MICRO(pl_micro8_sse2, PL_SSE2, 2, __m128d, pl_t2x2_pd, pl_storeu_pd)
 PL_DEFINE_MICRO(pl_micro16_sse2, PL_SSE2, 1, __m128i, pl_t1x1_si128, pl_storeu_si128)
 
-PL_DEFINE_TILE(pl_tile1_sse2, PL_SSE2, 1, 16, pl_micro1_sse2, _pl_move2d_1)
-PL_DEFINE_TILE(pl_tile2_sse2, PL_SSE2, 2, 8, pl_micro2_sse2, _pl_move2d_2)
+PL_DEFINE_TILE(pl_tile1_sse2_whole, PL_SSE2, 1, 16, pl_micro1_sse2, _pl_move2d_1)
+PL_DEFINE_TILE_STRIPS(pl_tile1_sse2, PL_SSE2, 1, 1024, pl_tile1_sse2_whole)
+PL_DEFINE_TILE(pl_tile2_sse2_whole, PL_SSE2, 2, 8, pl_micro2_sse2, _pl_move2d_2)
+PL_DEFINE_TILE_STRIPS(pl_tile2_sse2, PL_SSE2, 2, 1024, pl_tile2_sse2_whole)
 PL_DEFINE_TILE(pl_tile4_sse2_whole, PL_SSE2, 4, 4, pl_micro4_sse2, _pl_move2d_4)
 PL_DEFINE_TILE_STRIPS(pl_tile4_sse2, PL_SSE2, 4, 1024, pl_tile4_sse2_whole)
-PL_DEFINE_TILE(pl_tile8_sse2, PL_SSE2, 8, 2, pl_micro8_sse2, _pl_move2d_8)
+PL_DEFINE_TILE(pl_tile8_sse2_whole, PL_SSE2, 8, 2, pl_micro8_sse2, _pl_move2d_8)
+PL_DEFINE_TILE_STRIPS(pl_tile8_sse2, PL_SSE2, 8, 1024, pl_tile8_sse2_whole)
 PL_DEFINE_TILE(pl_tile16_sse2, PL_SSE2, 16, 1, pl_micro16_sse2, _pl_move2d_16)
 
 PL_DEFINE_STREAM_TILE(pl_stile1_sse2, PL_SSE2, 1, 16, __m128i, pl_t16x16_epi8, pl_stream_si128, pl_tile1_sse2,
@@ -302,8 +305,10 @@ PL_DEFINE_MICRO(pl_micro4_avx2, PL_AVX2, 8, __m256, pl_t8x8_ps, pl_storeu_ps256)
 PL_DEFINE_MICRO(pl_micro8_avx2, PL_AVX2, 4, __m256d, pl_t4x4_pd, pl_storeu_pd256)
 PL_DEFINE_MICRO(pl_micro16_avx2, PL_AVX2, 1, __m128i, pl_t1x1_si128, pl_storeu_si128)
 
-PL_DEFINE_TILE(pl_tile1_avx2, PL_AVX2, 1, 16, pl_micro1_avx2, _pl_move2d_1)
-PL_DEFINE_TILE(pl_tile2_avx2, PL_AVX2, 2, 8, pl_micro2_avx2, _pl_move2d_2)
+PL_DEFINE_TILE(pl_tile1_avx2_whole, PL_AVX2, 1, 16, pl_micro1_avx2, _pl_move2d_1)
+PL_DEFINE_TILE_STRIPS(pl_tile1_avx2, PL_AVX2, 1, 1024, pl_tile1_avx2_whole)
+PL_DEFINE_TILE(pl_tile2_avx2_whole, PL_AVX2, 2, 8, pl_micro2_avx2, _pl_move2d_2)
+PL_DEFINE_TILE_STRIPS(pl_tile2_avx2, PL_AVX2, 2, 1024, pl_tile2_avx2_whole)
 PL_DEFINE_TILE(pl_tile4_avx2_whole, PL_AVX2, 4, 8, pl_micro4_avx2, _pl_move2d_4)
 PL_DEFINE_TILE_STRIPS(pl_tile4_avx2_strips, PL_AVX2, 4, 1024, pl_tile4_avx2_whole)
 
@@ -323,7 +328,8 @@ PL_AVX2 static void pl_tile4_avx2(const char *src, int64_t ssa, char *dst, int64
     else
         pl_tile4_avx2_strips(src, ssa, dst, dsb, na, nb);
 }
-PL_DEFINE_TILE(pl_tile8_avx2, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
+PL_DEFINE_TILE(pl_tile8_avx2_whole, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
+PL_DEFINE_TILE_STRIPS(pl_tile8_avx2, PL_AVX2, 8, 1024, pl_tile8_avx2_whole)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
 /* Two 16x16 byte blocks stacked along i (rows s and s + 16 * ssa) at once,

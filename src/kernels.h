@@ -261,11 +261,28 @@ PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
  *               1024 x 128 (dst rows 4 KiB apart) 128 (32) / 39 / 21;
  *   AVX-512 16x16  n x n: n=128 1.22 / 0.97, n=362 9.3 / 8.6, n=724 39.5 /
  *               39.7 (so always), n=256 5.9 / 4.1 / 6.5, n=512 74 / 42 / 37.
+ * The 1-, 2- and 8-byte tiles take strips too (ALIGN 1024), where whole
+ * tiles had dst rows a power of two apart run 5-16x below their
+ * neighbours: torch tensors (R, C) read transposed into dst rows of R
+ * elements, pl.copy_into GB/s, whole tiles / strips: uint8 R=1024 10.4 /
+ * 18.3, R=2048 4.3 / 23.6, R=4096 2.8 / 7.2 (a 16-row strip, the least
+ * its 16x16 blocks take); float16 R=1024 (C=1000) 4.6 / 26.6, R=2048 2.9 /
+ * 26.5; float64 R=256 27.6 / 53.5, R=512 9.4 / 47.7; rows not a multiple of
+ * 1 KiB apart (R=1000) 21-53, unchanged.
  */
+/* The strip height above for dst rows dsb bytes apart, at least 16 bytes'
+ * worth of elements: the 1-byte tiles' 16x16 blocks need 16 rows (a
+ * thinner strip would go element by element). */
+static inline int64_t pl_strip_rows(int64_t dsb, int64_t size)
+{
+    const int64_t rows = dsb % 4096 == 0 ? 8 : dsb % 2048 == 0 ? 16 : 32;
+    return rows * size < 16 ? 16 / size : rows;
+}
+
 #define PL_DEFINE_TILE_STRIPS(NAME, ATTR, SIZE, ALIGN, TILE)                                             \
     ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \
-        const int64_t sb = dsb % 4096 == 0 ? 8 : dsb % 2048 == 0 ? 16 : 32;                             \
+        const int64_t sb = pl_strip_rows(dsb, SIZE);                                                     \
         if (dsb % (ALIGN) != 0 || nb < 2 * sb) {                                                         \
             TILE(src, ssa, dst, dsb, na, nb);                                                            \
             return;                                                                                      \

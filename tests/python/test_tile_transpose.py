@@ -1,6 +1,6 @@
 """Tile transposes, bit-exact against NumPy and torch, on every SIMD path.
 
-2-D transposes (uint8, float32, float64) and 5-D permutes of the
+2-D transposes (uint8, float16, float32, float64) and 5-D permutes of the
 (27,28,28,28,28).permute(2,3,1,4,0) kind, at 1 and 2 threads, small (cached
 tiles) and above the 4 MiB streaming threshold (the AVX-512 256-byte-run
 kernels), with ragged sizes, and into destinations off their cache lines (a
@@ -71,6 +71,11 @@ def run():
     for dtype in (np.uint8, np.float32, np.float64):
         for shape in [(1, 7), (31, 17), (67, 129), (255, 257), (333, 190)]:
             cases.append((shape, dtype, None))
+    # dst rows a multiple of 1 KiB apart (strips of dst rows, kernels.h): sources
+    # (R, C) read transposed, dst rows R elements long, ragged C
+    cases += [((1024, 77), np.uint8, None), ((4096, 45), np.uint8, None), ((2048, 50), np.uint8, None),
+              ((1024, 200), np.float16, None), ((2048, 33), np.float16, None), ((512, 150), np.float16, None),
+              ((1024, 61), np.float32, None), ((512, 150), np.float64, None), ((256, 99), np.float64, None)]
     # above PL_STREAM_MIN_BYTES (4 MiB), dst rows whole lines and not
     cases += [((2333, 2111), np.uint8, None), ((2304, 2304), np.uint8, None),
               # uint8 with dst rows whole lines: the AVX-512 kernel of
