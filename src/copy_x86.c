@@ -480,10 +480,10 @@ PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_
 
 /* The AVX2 cached tiles, gathers and complex interleaves; shared with the
  * AVX-512 table, which has its own streaming kernels and 4-byte tile. */
-#define PL_AVX2_TILES(TILE4)                                                                             \
+#define PL_AVX2_TILES(TILE2, TILE4)                                                                      \
     .tile = {                                                                                            \
         [PL_SIZE1] = pl_tile1_avx2,                                                                      \
-        [PL_SIZE2] = pl_tile2_avx2,                                                                      \
+        [PL_SIZE2] = TILE2,                                                                              \
         [PL_SIZE4] = TILE4,                                                                              \
         [PL_SIZE8] = pl_tile8_avx2,                                                                      \
         [PL_SIZE16] = pl_tile16_avx2,                                                                    \
@@ -501,7 +501,7 @@ PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_
 
 const _pylayout_kernels _pylayout_kernels_avx2 = {
     .name = "avx2",
-    PL_AVX2_TILES(pl_tile4_avx2),
+    PL_AVX2_TILES(pl_tile2_avx2, pl_tile4_avx2),
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx2,
         [PL_SIZE2] = pl_stile2_avx2,
@@ -618,12 +618,10 @@ PL_AVX512 static void pl_rtile1_avx512(const char *src, int64_t ssa, char *dst, 
         o3 = SHUF(v1_, v3_, 0xDD);                                                                       \
     } while (0)
 
-PL_AVX512 static inline void pl_t16x16_ps512(const char *s, int64_t ssa, __m512 o[16])
+/* o[k] = dword k of each of r[0..15]: a 16x16 transpose of dwords. */
+PL_AVX512 static inline void pl_t16x16_regs512(const __m512 r[16], __m512 o[16])
 {
-    __m512 r[16], t[16], u[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++)
-        r[k] = _mm512_loadu_ps((const float *)(const void *)(s + k * ssa));
+    __m512 t[16], u[16];
 #pragma GCC unroll 8
     for (int k = 0; k < 8; k++) {
         t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
@@ -641,6 +639,39 @@ PL_AVX512 static inline void pl_t16x16_ps512(const char *s, int64_t ssa, __m512 
     for (int c = 0; c < 4; c++)
         PL_LANES4x4(_mm512_shuffle_f32x4, u[c], u[4 + c], u[8 + c], u[12 + c], o[c], o[4 + c], o[8 + c],
                     o[12 + c]);
+}
+
+PL_AVX512 static inline void pl_t16x16_ps512(const char *s, int64_t ssa, __m512 o[16])
+{
+    __m512 r[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++)
+        r[k] = _mm512_loadu_ps((const float *)(const void *)(s + k * ssa));
+    pl_t16x16_regs512(r, o);
+}
+
+/* o[c] = column c of a 32x32 block of 2-byte elements, 64 bytes of dst row
+ * c.  16-bit unpacks of rows 2k and 2k+1 make dword pairs (row 2k's element
+ * c, row 2k+1's), lane L of the low unpack holding columns 8L..8L+3, of the
+ * high one 8L+4..8L+7; a 16x16 dword transpose of each set then lines up a
+ * column's 16 pairs in row order.  80 shuffles per KiB (floats: 64). */
+PL_AVX512 static inline void pl_t32x32_epi16(const char *s, int64_t ssa, __m512i o[32])
+{
+    __m512 lo[16], hi[16], tl[16], th[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; k++) {
+        const __m512i a = _mm512_loadu_si512((const void *)(s + 2 * k * ssa));
+        const __m512i b = _mm512_loadu_si512((const void *)(s + (2 * k + 1) * ssa));
+        lo[k] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(a, b));
+        hi[k] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(a, b));
+    }
+    pl_t16x16_regs512(lo, tl);
+    pl_t16x16_regs512(hi, th);
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; t++) {
+        o[8 * (t >> 2) + (t & 3)] = _mm512_castps_si512(tl[t]);
+        o[8 * (t >> 2) + 4 + (t & 3)] = _mm512_castps_si512(th[t]);
+    }
 }
 
 PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o[8])
@@ -708,6 +739,29 @@ PL_AVX512 static void pl_tile4_avx512(const char *src, int64_t ssa, char *dst, i
     else
         pl_tile4_avx512_strips(src, ssa, dst, dsb, na, nb);
 }
+
+/* The cached 2-byte tile: 32x32 blocks (pl_t32x32_epi16), one 64-byte
+ * store per dst row, in strips; thinner tiles, and rows a multiple of 2 KiB
+ * apart (32 rows would share two L1 sets), take the AVX2 8x8 ones.  n x n
+ * float16, 1 thread, GB/s, AVX2 / these: n=128 18.5-19.0 / 20.8-21.6,
+ * n=256 31.6 / 36.5, n=300 29.1 / 32.5, n=500 30.5-32 / 33.4-34.9. */
+PL_AVX512 static inline void pl_storeu_si512(char *d, __m512i v) { _mm512_storeu_si512((void *)d, v); }
+PL_DEFINE_MICRO(pl_micro2_avx512, PL_AVX512, 32, __m512i, pl_t32x32_epi16, pl_storeu_si512)
+PL_DEFINE_TILE(pl_tile2_avx512_whole, PL_AVX512, 2, 32, pl_micro2_avx512, _pl_move2d_2)
+PL_DEFINE_TILE_STRIPS(pl_tile2_avx512_strips, PL_AVX512, 2, 1, pl_tile2_avx512_whole)
+PL_AVX512 static void pl_tile2_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
+{
+    if (na < 32 || nb < 32 || ssa % 2048 == 0 || dsb % 2048 == 0)
+        pl_tile2_avx2(src, ssa, dst, dsb, na, nb);
+    else
+        pl_tile2_avx512_strips(src, ssa, dst, dsb, na, nb);
+}
+
+/* The streaming 2-byte tile: each 32x32 block's 32 dst rows are one line
+ * each, streamed. */
+PL_AVX512 static inline void pl_stream_si512(char *d, __m512i v) { _mm512_stream_si512((void *)d, v); }
+PL_DEFINE_STREAM_TILE(pl_stile2_avx512_lines, PL_AVX512, 2, 32, __m512i, pl_t32x32_epi16, pl_stream_si512,
+                      pl_tile2_avx512, _pl_move2d_2)
 
 PL_AVX512 static inline void pl_stream_ps512(char *d, __m512 v) { _mm512_stream_ps((float *)(void *)d, v); }
 PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream_pd((double *)(void *)d, v); }
@@ -783,16 +837,23 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
 
 PL_DEFINE_STREAM_RUNS_512(pl_stile4_avx512, 4, 16, 512, __m512, pl_t16x16_ps512, pl_stream_ps512, pl_stile4_avx2,
                           pl_tile4_avx2, _pl_move2d_4)
+/* 2-byte runs from a 32 KiB buffer (128 rows of 256 bytes), as the others'.
+ * 4096x4096 / 8192x8192 float16, 1 thread, GB/s: AVX2 8x8 tiles 11.7 /
+ * 9.7, pl_stile2_avx512_lines 12.5 / 11.1, these 14.1-14.7 / 9.6-9.9, with
+ * 512-byte rows (a 64 KiB buffer: more stack than a kernel should take)
+ * 16.0 / 13.1. */
+PL_DEFINE_STREAM_RUNS_512(pl_stile2_avx512, 2, 32, 256, __m512i, pl_t32x32_epi16, pl_stream_si512,
+                          pl_stile2_avx512_lines, pl_tile2_avx512, _pl_move2d_2)
 PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, pl_stream_pd512, pl_stile8_avx2,
                           pl_tile8_avx2, _pl_move2d_8)
 
 const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
-    PL_AVX2_TILES(pl_tile4_avx512),
+    PL_AVX2_TILES(pl_tile2_avx512, pl_tile4_avx512),
     .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
-        [PL_SIZE2] = pl_stile2_avx2,
+        [PL_SIZE2] = pl_stile2_avx512,
         [PL_SIZE4] = pl_stile4_avx512,
         [PL_SIZE8] = pl_stile8_avx512,
         [PL_SIZE16] = pl_stile16_avx2,

@@ -43,7 +43,7 @@ def as_bytes(x):
 def check(a, perm, dst_off):
     # a: NumPy source; perm: None for the 2-D transpose
     if oracle == "numpy":
-        view = np.ascontiguousarray(a.T) if perm is None else a.transpose(perm)
+        view = a.T if perm is None else a.transpose(perm)
         want = np.ascontiguousarray(view)
     else:
         t = torch.from_numpy(a)
@@ -75,7 +75,10 @@ def run():
     # (R, C) read transposed, dst rows R elements long, ragged C
     cases += [((1024, 77), np.uint8, None), ((4096, 45), np.uint8, None), ((2048, 50), np.uint8, None),
               ((1024, 200), np.float16, None), ((2048, 33), np.float16, None), ((512, 150), np.float16, None),
-              ((1024, 61), np.float32, None), ((512, 150), np.float64, None), ((256, 99), np.float64, None)]
+              ((1024, 61), np.float32, None), ((512, 150), np.float64, None), ((256, 99), np.float64, None),
+              # float16: AVX-512 32x32 blocks in strips (rows not a multiple of 2 KiB
+              # apart), ragged edges and tiles thinner than a block
+              ((300, 301), np.float16, None), ((77, 1000), np.float16, None), ((1000, 45), np.float16, None)]
     # above PL_STREAM_MIN_BYTES (4 MiB), dst rows whole lines and not
     cases += [((2333, 2111), np.uint8, None), ((2304, 2304), np.uint8, None),
               # uint8 with dst rows whole lines: the AVX-512 kernel of
@@ -89,7 +92,10 @@ def run():
               ((700, 808), np.float64, None), ((800, 733), np.float64, None),
               # exactly 4 MiB: into a dst off its lines the first columns are
               # split off, and the rest, just under the threshold, still streams
-              ((1024, 1024), np.float32, None), ((2048, 2048), np.uint8, None)]
+              ((1024, 1024), np.float32, None), ((2048, 2048), np.uint8, None),
+              # float16 past the threshold, dst rows whole lines: 128-row runs from
+              # the buffer, rows past the last run, columns past the last 128
+              ((1600, 1472), np.float16, None), ((1536, 1536), np.float16, None)]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
