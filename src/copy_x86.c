@@ -758,9 +758,14 @@ PL_AVX512 static void pl_tile2_avx512(const char *src, int64_t ssa, char *dst, i
 }
 
 /* The streaming 2-byte tile: each 32x32 block's 32 dst rows are one line
- * each, streamed. */
+ * each, streamed.  Float16 (R, C) read transposed, 1 thread, GB/s, AVX2 8x8
+ * tiles / these / 128-row runs staged through a 32 KiB buffer as the
+ * 4- and 8-byte kernels do: 3000x4000 23.9 / 27.3 / 16.9, 2500x3008 29.3 /
+ * 35.4 / 24.3, 2048x6016 12.9 / 22.4 / 18.9, 4096x4096 10.3 / 12.5 / 12.8,
+ * 8192x8192 8.9 / 10.1 / 9.8, 1536x1536 13.0 / 13.2 / 30.8, 6000x2048 12.7
+ * / 12.7 / 17.5.  These are never behind AVX2; the runs are, twice. */
 PL_AVX512 static inline void pl_stream_si512(char *d, __m512i v) { _mm512_stream_si512((void *)d, v); }
-PL_DEFINE_STREAM_TILE(pl_stile2_avx512_lines, PL_AVX512, 2, 32, __m512i, pl_t32x32_epi16, pl_stream_si512,
+PL_DEFINE_STREAM_TILE(pl_stile2_avx512, PL_AVX512, 2, 32, __m512i, pl_t32x32_epi16, pl_stream_si512,
                       pl_tile2_avx512, _pl_move2d_2)
 
 PL_AVX512 static inline void pl_stream_ps512(char *d, __m512 v) { _mm512_stream_ps((float *)(void *)d, v); }
@@ -837,13 +842,6 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
 
 PL_DEFINE_STREAM_RUNS_512(pl_stile4_avx512, 4, 16, 512, __m512, pl_t16x16_ps512, pl_stream_ps512, pl_stile4_avx2,
                           pl_tile4_avx2, _pl_move2d_4)
-/* 2-byte runs from a 32 KiB buffer (128 rows of 256 bytes), as the others'.
- * 4096x4096 / 8192x8192 float16, 1 thread, GB/s: AVX2 8x8 tiles 11.7 /
- * 9.7, pl_stile2_avx512_lines 12.5 / 11.1, these 14.1-14.7 / 9.6-9.9, with
- * 512-byte rows (a 64 KiB buffer: more stack than a kernel should take)
- * 16.0 / 13.1. */
-PL_DEFINE_STREAM_RUNS_512(pl_stile2_avx512, 2, 32, 256, __m512i, pl_t32x32_epi16, pl_stream_si512,
-                          pl_stile2_avx512_lines, pl_tile2_avx512, _pl_move2d_2)
 PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, pl_stream_pd512, pl_stile8_avx2,
                           pl_tile8_avx2, _pl_move2d_8)
 

@@ -93,8 +93,8 @@ def run():
               # exactly 4 MiB: into a dst off its lines the first columns are
               # split off, and the rest, just under the threshold, still streams
               ((1024, 1024), np.float32, None), ((2048, 2048), np.uint8, None),
-              # float16 past the threshold, dst rows whole lines: 128-row runs from
-              # the buffer, rows past the last run, columns past the last 128
+              # float16 past the threshold, dst rows whole lines: the streamed
+              # 32x32 blocks, rows past the last 32, columns past the last 32
               ((1600, 1472), np.float16, None), ((1536, 1536), np.float16, None)]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
