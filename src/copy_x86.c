@@ -728,17 +728,24 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
  * 0.99-1.02 in the same harness at n=128, 4.7-5.3 against 4.1 at n=256.
  * Two 16x16 blocks stacked along i with their stores interleaved (128
  * bytes of each dst row at a time): 0.97 against 0.82 at n=128. */
+/* A tile kernel NAME over VxV AVX-512 blocks (WIDE, in strips) that hands
+ * tiles thinner than a block, and src or dst rows a multiple of CROWD bytes
+ * apart (V rows of one block would crowd an L1 set's 12 ways), to the
+ * narrower AVX2 tile NARROW. */
+#define PL_DEFINE_WIDE_TILE(NAME, V, CROWD, WIDE, NARROW)                                               \
+    PL_AVX512 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        if (na < (V) || nb < (V) || ssa % (CROWD) == 0 || dsb % (CROWD) == 0)                            \
+            NARROW(src, ssa, dst, dsb, na, nb);                                                          \
+        else                                                                                             \
+            WIDE(src, ssa, dst, dsb, na, nb);                                                            \
+    }
+
 PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
 PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512)
 PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)
 PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 1, pl_tile4_avx512_whole)
-PL_AVX512 static void pl_tile4_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
-{
-    if (na < 16 || nb < 16 || ssa % 4096 == 0 || dsb % 4096 == 0) /* thin, or rows in one L1 set */
-        pl_tile4_avx2(src, ssa, dst, dsb, na, nb);
-    else
-        pl_tile4_avx512_strips(src, ssa, dst, dsb, na, nb);
-}
+PL_DEFINE_WIDE_TILE(pl_tile4_avx512, 16, 4096, pl_tile4_avx512_strips, pl_tile4_avx2)
 
 /* The cached 2-byte tile: 32x32 blocks (pl_t32x32_epi16), one 64-byte
  * store per dst row, in strips; thinner tiles, and rows a multiple of 2 KiB
@@ -749,13 +756,7 @@ PL_AVX512 static inline void pl_storeu_si512(char *d, __m512i v) { _mm512_storeu
 PL_DEFINE_MICRO(pl_micro2_avx512, PL_AVX512, 32, __m512i, pl_t32x32_epi16, pl_storeu_si512)
 PL_DEFINE_TILE(pl_tile2_avx512_whole, PL_AVX512, 2, 32, pl_micro2_avx512, _pl_move2d_2)
 PL_DEFINE_TILE_STRIPS(pl_tile2_avx512_strips, PL_AVX512, 2, 1, pl_tile2_avx512_whole)
-PL_AVX512 static void pl_tile2_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)
-{
-    if (na < 32 || nb < 32 || ssa % 2048 == 0 || dsb % 2048 == 0)
-        pl_tile2_avx2(src, ssa, dst, dsb, na, nb);
-    else
-        pl_tile2_avx512_strips(src, ssa, dst, dsb, na, nb);
-}
+PL_DEFINE_WIDE_TILE(pl_tile2_avx512, 32, 2048, pl_tile2_avx512_strips, pl_tile2_avx2)
 
 /* The streaming 2-byte tile: each 32x32 block's 32 dst rows are one line
  * each, streamed.  Float16 (R, C) read transposed, 1 thread, GB/s, AVX2 8x8
