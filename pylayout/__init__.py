@@ -129,7 +129,7 @@ def _carries_tangent(hooks, x) -> bool:
 def _autograd(*xs):
     """pylayout.torch when any of `xs` is a torch tensor that it handles, else
     None: one whose values must stay visible to autograd (it requires grad,
-    carries a forward-mode tangent, is a functorch wrapper), that lives off
+    carries a forward-mode tangent, is functional or a functorch wrapper), that lives off
     the CPU (CUDA, meta, ...), where pylayout decides the layout and torch
     moves the bytes (the rule is _core.torch_route's, in C), or any torch
     tensor while torch.compile traces, which must see this answer."""

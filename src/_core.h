@@ -61,6 +61,7 @@ typedef struct {
     PyObject *str_is_neg;
     PyObject *increment_version; /* torch.autograd.graph.increment_version, once needed */
     PyObject *is_wrapped;        /* torch._C._functorch.is_functorch_wrapped_tensor, once needed */
+    PyObject *is_functional;     /* torch._is_functional_tensor, once needed */
     PyObject *forward_ad;        /* torch.autograd.forward_ad, once needed */
     PyObject *str_current_level; /* "_current_level" */
     PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */
@@ -231,14 +232,23 @@ bool _plext_is_our_tensor(PyObject *obj);
 
 /* -------------------------------------------- _core_import.c: the boundary */
 
+/* What a torch tensor is asked before its memory is read, as bits of a
+ * mask: requires_grad, functional, and the conjugate and negative bits.
+ * A true answer routes it to pylayout.torch or refuses it (torch_guard). */
+enum { TORCH_GRAD, TORCH_FUNCTIONAL, TORCH_CONJ, TORCH_NEG, TORCH_CHECKS };
+#define TORCH_ALL ((1u << TORCH_CHECKS) - 1)
+
 /* One operand of an operation, taken in the order rule 1 asks for:
  *   operand_init    before anything: an operand release may be given;
  *   operand_take    phase 1, Python: imports the producer (its __dlpack__,
  *                   its buffer for an exact numpy.ndarray, or nothing yet
  *                   for a torch tensor): the metadata to decide with;
  *   operand_guard   phase 1, Python: torch's guards, before data is read;
- *   operand_memory  phase 2, no Python: reads the DLTensor to use now (a
- *                   torch tensor's afresh; an ndarray's checked afresh);
+ *   operands_memory phase 2, all of an operation's operands: reads the
+ *                   DLTensors to use now (a torch tensor's afresh, an
+ *                   ndarray's checked afresh), asking a complex torch
+ *                   tensor its conjugate bit first; no Python runs after
+ *                   (operand_memory: one operand's, for metadata);
  *   operand_written after the memory is done: rule 3;
  *   operand_release last: may run producer deleters, hence Python. */
 typedef struct {
@@ -248,7 +258,7 @@ typedef struct {
     const DLPackExchangeAPI *late; /* read the DLTensor through this in phase 2 */
     bool is_torch;
     bool meta_only;                /* a torch tensor described from its Python metadata */
-    bool grad_checked;             /* operand_route found requires_grad false: the guard skips it */
+    unsigned known;                /* TORCH_* properties read false already: not asked again */
     uint64_t flags;
     DLTensor scratch;
     const DLTensor *dl;            /* valid from operand_memory until operand_release */
@@ -281,6 +291,7 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
 int _plext_operand_guard(operand *op);
 int _plext_operand_route(operand *op);
 int _plext_operand_memory(operand *op, bool for_data);
+int _plext_operands_memory(operand *const *ops, int n);
 int _plext_operand_written(core_state *state, operand *op);
 void _plext_operand_release(operand *op);
 const DLTensor *_plext_query_operand(core_state *state, PyObject *x, operand *op);

@@ -90,8 +90,8 @@ PyObject *_plext_mod_pack_complex(PyObject *module, PyObject *args, PyObject *kw
         _plext_operand_guard(&im) < 0 || (has_out && _plext_operand_guard(&out) < 0))
         goto done;
     /* Phase 2: the memory. */
-    if (_plext_operand_memory(&re, true) < 0 || _plext_operand_memory(&im, true) < 0 ||
-        (has_out && _plext_operand_memory(&out, true) < 0))
+    operand *const ops[3] = {&re, &im, &out};
+    if (_plext_operands_memory(ops, has_out ? 3 : 2) < 0)
         goto done;
     const DLTensor *dre = re.dl, *dim = im.dl, *dout;
     if (!has_out) {
@@ -178,8 +178,8 @@ static PyObject *unpack_copies(core_state *state, PyObject *z_obj)
     pylayout_tensor *re = NULL, *im = NULL;
     PyObject *res = NULL;
     pylayout_status st;
-    if (_plext_operand_take(state, z_obj, &z) < 0 || _plext_operand_guard(&z) < 0 ||
-        _plext_operand_memory(&z, true) < 0)
+    operand *const ops[1] = {&z};
+    if (_plext_operand_take(state, z_obj, &z) < 0 || _plext_operand_guard(&z) < 0 || _plext_operands_memory(ops, 1) < 0)
         goto done; /* phase 2 from the last call on */
     const DLTensor *dz = z.dl;
     DLDataType rt;

@@ -148,64 +148,79 @@ static int attr_is_true(PyObject *x, PyObject *name)
     return truth;
 }
 
-/* Whether torch tensor x may have its conjugate bit set: only a complex
- * tensor's bit changes its values (the conjugate of a real number is
- * itself), so real tensors are not asked, which saves x.is_conj(), a call
- * that releases and retakes the GIL (70 ns of a 1 us copy_into).  The
- * dtype is read through torch's exchange API (faster than x.dtype and its
- * is_complex): metadata only, its data pointer is never used, the memory is
- * read again in phase 2.  When it cannot say (a meta or sparse tensor), ask.
- * Runs no Python. */
-static bool torch_may_be_conj(const DLPackExchangeAPI *api, PyObject *x)
+/* bool(x.method()): 1, 0, or -1 with an exception.  Runs Python. */
+static int method_is_true(PyObject *x, PyObject *method)
 {
-    DLTensor peek;
-    if (!api || !api->dltensor_from_py_object_no_sync || api->dltensor_from_py_object_no_sync(x, &peek) != 0) {
-        PyErr_Clear();
-        return true;
+    PyObject *r = PyObject_CallMethodNoArgs(x, method);
+    if (!r)
+        return -1;
+    int truth = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return truth;
+}
+
+/* Whether x is a functional tensor (torch's functionalization: torch.func.
+ * functionalize, AOTAutograd): a wrapper whose values live in its base
+ * and pending updates, not in the memory torch's export points at (NULL,
+ * or NULL plus the storage offset: reading it crashed).  1, 0, or -1 with
+ * an error.  Runs Python. */
+static int torch_is_functional(core_state *state, PyObject *x)
+{
+    if (!_plext_lazy_attr(&state->is_functional, "torch", "_is_functional_tensor"))
+        return -1;
+    PyObject *r = PyObject_CallOneArg(state->is_functional, x);
+    int truth = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    return truth;
+}
+
+static const char *const torch_refusals[] = {
+    [TORCH_GRAD] = "the tensor requires grad, and passing it through DLPack would cut the autograd graph; use "
+                   "pylayout.torch's differentiable conversions, or x.detach() if no gradient should flow",
+    [TORCH_FUNCTIONAL] = "the tensor is a functional tensor (torch's functionalization), whose memory does not "
+                         "hold its values; call torch's own ops on it, or pylayout's outside the transform",
+    [TORCH_CONJ] = "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
+                   "call x.resolve_conj() first",
+    [TORCH_NEG] = "the tensor has torch's negative bit set, so its memory holds the un-negated values; "
+                  "call x.resolve_neg() first",
+};
+
+/* Asks torch tensor x the properties in `ask` (TORCH_* bits) that `known`
+ * does not hold already, each as torch's __dlpack__ would, and refuses the
+ * first one true with BufferError and its fix.  Adds what it asked to
+ * *known.  0, or -1 with an error.  Runs Python (a subclass may override
+ * any of these): phase 1 only. */
+static int torch_refuse(core_state *state, PyObject *x, unsigned ask, unsigned *known)
+{
+    ask &= ~*known;
+    for (unsigned bit = 0; bit < TORCH_CHECKS; bit++) {
+        if (!(ask & (1u << bit)))
+            continue;
+        int truth = bit == TORCH_GRAD         ? attr_is_true(x, state->str_requires_grad)
+                    : bit == TORCH_FUNCTIONAL ? torch_is_functional(state, x)
+                    : method_is_true(x, bit == TORCH_CONJ ? state->str_is_conj : state->str_is_neg);
+        if (truth != 0) {
+            if (truth > 0)
+                PyErr_SetString(PyExc_BufferError, torch_refusals[bit]);
+            return -1;
+        }
+        *known |= 1u << bit;
     }
-    return peek.dtype.code == kDLComplex;
+    return 0;
 }
 
 /* torch's C exchange API exports what torch.Tensor.__dlpack__ refuses:
- * tensors with the conjugate or negative bit set (whose memory holds the
- * un-negated values) and tensors that require grad (whose graph a DLPack
- * round trip would silently cut).  Refuse them the same way, with the fix.
- * Runs Python (a subclass may override any of these): phase 1 only. */
-static int torch_guard(core_state *state, const DLPackExchangeAPI *api, PyObject *x, bool grad_checked)
+ * tensors that require grad (whose graph a DLPack round trip would
+ * silently cut) and tensors with the conjugate or negative bit set (whose
+ * memory holds the un-negated values); and functional tensors, whose
+ * exported pointer is garbage.  The guard refuses them the same way, with
+ * the fix, in phase 1, all but the conjugate bit: it changes only a complex
+ * tensor's values (the conjugate of a real number is itself), and asking
+ * x.is_conj() of every tensor cost 70 ns of a 1 us copy_into, so it is
+ * asked where phase 2 reads a complex dtype (operands_memory). */
+static int torch_guard(core_state *state, PyObject *x, unsigned *known)
 {
-    static const char *const messages[] = {
-        "the tensor has torch's conjugate bit set, so its memory holds the unconjugated values; "
-        "call x.resolve_conj() first",
-        "the tensor has torch's negative bit set, so its memory holds the un-negated values; "
-        "call x.resolve_neg() first",
-    };
-    /* Interned names (module state): a C-string lookup would build and hash
-     * a new str on every call, and every conversion of a torch tensor asks. */
-    int requires_grad = grad_checked ? 0 : attr_is_true(x, state->str_requires_grad);
-    if (requires_grad < 0)
-        return -1;
-    if (requires_grad) {
-        PyErr_SetString(PyExc_BufferError,
-                        "the tensor requires grad, and passing it through DLPack would cut the autograd graph; "
-                        "use pylayout.torch's differentiable conversions, or x.detach() if no gradient "
-                        "should flow");
-        return -1;
-    }
-    PyObject *const methods[] = {state->str_is_conj, state->str_is_neg};
-    for (size_t i = torch_may_be_conj(api, x) ? 0 : 1; i < sizeof methods / sizeof methods[0]; i++) {
-        PyObject *r = PyObject_CallMethodNoArgs(x, methods[i]);
-        if (!r)
-            return -1;
-        int bit = PyObject_IsTrue(r);
-        Py_DECREF(r);
-        if (bit < 0)
-            return -1;
-        if (bit) {
-            PyErr_SetString(PyExc_BufferError, messages[i]);
-            return -1;
-        }
-    }
-    return 0;
+    return torch_refuse(state, x, TORCH_ALL & ~(1u << TORCH_CONJ), known);
 }
 
 /* A producer's exchange API failed: keep BufferError/TypeError/MemoryError,
@@ -391,7 +406,8 @@ PyObject *_plext_import_tensor(core_state *state, PyObject *x, PyObject *copy)
         return NULL;
     if (info.api) {
         DLManagedTensorVersioned *m = NULL;
-        if (info.is_torch && torch_guard(state, info.api, x, false) < 0)
+        unsigned known = 0;
+        if (info.is_torch && torch_refuse(state, x, TORCH_ALL, &known) < 0)
             return NULL;
         if (info.api->managed_tensor_from_py_object_no_sync(x, &m) != 0)
             return info.is_torch ? (torch_refused(x), NULL) : exchange_refused(x);
@@ -545,41 +561,43 @@ int _plext_operand_take(core_state *state, PyObject *obj, operand *op)
 
 int _plext_operand_guard(operand *op)
 {
-    return op->is_torch ? torch_guard(op->state, op->late, op->obj, op->grad_checked) : 0;
-}
-
-/* torch's callables that operand_route asks, looked up on first use (torch
- * is imported by then: a torch tensor is in hand).  0, or -1 with an error. */
-static int torch_route_hooks(core_state *state)
-{
-    if (!_plext_lazy_attr(&state->is_wrapped, "torch._C._functorch", "is_functorch_wrapped_tensor"))
-        return -1;
-    if (!state->forward_ad && !(state->forward_ad = PyImport_ImportModule("torch.autograd.forward_ad")))
-        return -1;
-    return 0;
+    return op->is_torch ? torch_guard(op->state, op->obj, &op->known) : 0;
 }
 
 /* The one statement of which torch tensors pylayout.torch converts instead
  * of the C core (its autograd-aware custom ops): those that require grad,
  * carry a forward-mode tangent (a dual tensor while a forward-AD level is
- * active) or are functorch wrappers (vmap, grad).  1, 0, or -1 with an
- * exception; *grad_checked says requires_grad was read false.  Runs Python:
- * phase 1 only.  The fast paths ask it through operand_route, the shim
- * through _core.torch_route (which adds the device); only torch.compile's
- * is_compiling is asked in Python, where tracing sees its answer. */
-static int torch_route(core_state *state, PyObject *x, bool *grad_checked)
+ * active), are functional (torch.func.functionalize) or are functorch's
+ * other wrappers (vmap, grad).  1, 0, or -1 with an exception; adds to
+ * *known (torch_refuse's bits) what it read false.  Runs Python: phase 1
+ * only.  The fast paths ask it through operand_route, the shim through
+ * _core.torch_route (which adds the device); only torch.compile's
+ * is_compiling is asked in Python, where tracing sees its answer.
+ * functorch's batched and gradient wrappers have no storage, so torch's
+ * export refuses them, and the fast paths route every torch operand it
+ * refuses: they need not ask (55 ns per operand), and only `exhaustive`
+ * asks is_functorch_wrapped_tensor. */
+static int torch_route(core_state *state, PyObject *x, unsigned *known, bool exhaustive)
 {
-    if (torch_route_hooks(state) < 0)
-        return -1;
     int route = attr_is_true(x, state->str_requires_grad);
+    if (route == 0) {
+        *known |= 1u << TORCH_GRAD;
+        route = torch_is_functional(state, x);
+    }
     if (route != 0)
         return route;
-    *grad_checked = true;
-    PyObject *w = PyObject_CallOneArg(state->is_wrapped, x);
-    route = w ? PyObject_IsTrue(w) : -1;
-    Py_XDECREF(w);
-    if (route != 0)
-        return route;
+    *known |= 1u << TORCH_FUNCTIONAL;
+    if (exhaustive) {
+        if (!_plext_lazy_attr(&state->is_wrapped, "torch._C._functorch", "is_functorch_wrapped_tensor"))
+            return -1;
+        PyObject *w = PyObject_CallOneArg(state->is_wrapped, x);
+        route = w ? PyObject_IsTrue(w) : -1;
+        Py_XDECREF(w);
+        if (route != 0)
+            return route;
+    }
+    if (!state->forward_ad && !(state->forward_ad = PyImport_ImportModule("torch.autograd.forward_ad")))
+        return -1;
     PyObject *level = PyObject_GetAttr(state->forward_ad, state->str_current_level);
     long lv = level ? PyLong_AsLong(level) : -1;
     Py_XDECREF(level);
@@ -598,13 +616,14 @@ static int torch_route(core_state *state, PyObject *x, bool *grad_checked)
     return route;
 }
 
-/* Phase 1, Python: torch_route for an operand (0 for any other producer);
- * the caller reads the device from the DLTensor. */
+/* Phase 1, Python: torch_route for an operand of a fast path (0 for any
+ * other producer), which routes every torch operand phase 2 refuses; the
+ * caller reads the device from the DLTensor. */
 int _plext_operand_route(operand *op)
 {
     if (!op->is_torch)
         return 0;
-    return torch_route(op->state, op->obj, &op->grad_checked);
+    return torch_route(op->state, op->obj, &op->known, false);
 }
 
 /* _core.torch_route(x): whether x is a torch tensor that pylayout.torch
@@ -618,8 +637,8 @@ PyObject *_plext_mod_torch_route(PyObject *module, PyObject *x)
         return NULL;
     if (!info.is_torch)
         Py_RETURN_FALSE;
-    bool grad_checked = false;
-    int route = torch_route(state, x, &grad_checked);
+    unsigned known = 0;
+    int route = torch_route(state, x, &known, true);
     if (route == 0) {
         int cpu = attr_is_true(x, state->str_is_cpu);
         route = cpu < 0 ? -1 : !cpu;
@@ -731,8 +750,9 @@ static int ndarray_unchanged(operand *op, const DLTensor *dl)
     return same ? 0 : ndarray_changed();
 }
 
-/* Phase 2: the DLTensor to use from now on.  For a data operation
- * (for_data) no Python code runs here on success. */
+/* Phase 2 for one operand: the DLTensor to use from now on.  For a data
+ * operation (for_data; through operands_memory, which asks the conjugate
+ * bit) no Python code runs here on success. */
 int _plext_operand_memory(operand *op, bool for_data)
 {
     if (!op->late) {
@@ -752,6 +772,32 @@ int _plext_operand_memory(operand *op, bool for_data)
         return torch_metadata(op);
     }
     return torch_refused(op->obj);
+}
+
+/* Phase 2 of a data operation, for all of its operands at once: each one's
+ * DLTensor, read now (operand_memory).  A complex torch operand is asked
+ * its conjugate bit first (the guard leaves it: torch_guard), which runs
+ * Python, so every operand is then read again: the pointers used are
+ * those read after the last Python code.  0, or -1 with an error; no
+ * Python runs after the last read. */
+int _plext_operands_memory(operand *const *ops, int n)
+{
+    for (;;) {
+        for (int i = 0; i < n; i++)
+            if (_plext_operand_memory(ops[i], true) < 0)
+                return -1;
+        bool asked = false;
+        for (int i = 0; i < n; i++) {
+            operand *op = ops[i];
+            if (!op->is_torch || op->dl->dtype.code != kDLComplex || (op->known & (1u << TORCH_CONJ)))
+                continue;
+            if (torch_refuse(op->state, op->obj, 1u << TORCH_CONJ, &op->known) < 0)
+                return -1;
+            asked = true;
+        }
+        if (!asked)
+            return 0;
+    }
 }
 
 /* After a write into op's memory: torch's autograd must see it (rule 3). */

@@ -192,7 +192,7 @@ static PyObject *ndarray_convert(core_state *state, operand *x, pylayout_format 
         return NULL;
     }
     /* phase 2: x's memory is checked to be dl's still, then copied */
-    int memory = _plext_operand_memory(x, true);
+    int memory = _plext_operands_memory(&x, 1);
     DLTensor d = {v.buf, dl->device, dl->ndim, dl->dtype, dl->shape, strides, 0};
     pylayout_status st = memory < 0 ? PYLAYOUT_OK : pylayout_copy(dl, &d); /* small: with the GIL */
     PyBuffer_Release(&v);
@@ -219,7 +219,7 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
             return res;
     }
     /* ready: the caller has run the guard and read the memory already */
-    if (!ready && (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0)) /* phase 2 from here */
+    if (!ready && (_plext_operand_guard(x) < 0 || _plext_operands_memory(&x, 1) < 0)) /* phase 2 from here */
         return NULL;
     if (order && x->dl->ndim != n_order) {
         PyErr_Format(PyExc_ValueError, "order has %d entries but the tensor has %d dims", (int)n_order,
@@ -244,7 +244,7 @@ static PyObject *convert_like(core_state *state, operand *x, pylayout_format fmt
 /* A copy of x laid out like x (_plext_copy_tensor), for torch.preserve_format. */
 static PyObject *copy_like(core_state *state, operand *x, bool ready)
 {
-    if (!ready && (_plext_operand_guard(x) < 0 || _plext_operand_memory(x, true) < 0))
+    if (!ready && (_plext_operand_guard(x) < 0 || _plext_operands_memory(&x, 1) < 0))
         return NULL;
     if (_plext_check_host(x->dl, "the input") < 0)
         return NULL;
@@ -327,7 +327,9 @@ PyObject *_plext_mod_convert_or_route(PyObject *module, PyObject *const *args, P
      * or by torch's export goes to the full path, which gives the same
      * answer (x itself if it is already in format, a conj-bit tensor
      * included) or says why. */
-    if (route == 0 && (_plext_operand_guard(&x) < 0 || _plext_operand_memory(&x, x.is_torch) < 0)) {
+    operand *const ops[1] = {&x};
+    if (route == 0 && (_plext_operand_guard(&x) < 0 ||
+                       (x.is_torch ? _plext_operands_memory(ops, 1) : _plext_operand_memory(&x, false)) < 0)) {
         if (!x.is_torch)
             goto done;
         PyErr_Clear();
@@ -495,7 +497,8 @@ static PyObject *copy_into(PyObject *module, PyObject *dst_obj, PyObject *src_ob
     if (_plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0)
         goto done;
     /* Phase 2: the memory, read now and used before any Python runs. */
-    if (_plext_operand_memory(&dst, true) < 0 || _plext_operand_memory(&src, true) < 0) {
+    operand *const ops[2] = {&dst, &src};
+    if (_plext_operands_memory(ops, 2) < 0) {
         if (may_route && (dst.is_torch || src.is_torch)) { /* meta, sparse: the full path says why */
             PyErr_Clear();
             res = Py_NewRef(Py_NotImplemented);

@@ -506,6 +506,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->TensorType);
     Py_VISIT(state->increment_version);
     Py_VISIT(state->is_wrapped);
+    Py_VISIT(state->is_functional);
     Py_VISIT(state->forward_ad);
     Py_VISIT(state->np_from_dlpack);
     Py_VISIT(state->ndarray_type);
@@ -528,6 +529,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->TensorType);
     Py_CLEAR(state->increment_version);
     Py_CLEAR(state->is_wrapped);
+    Py_CLEAR(state->is_functional);
     Py_CLEAR(state->forward_ad);
     Py_CLEAR(state->np_from_dlpack);
     Py_CLEAR(state->ndarray_type);

@@ -54,36 +54,55 @@ def in_child(code: str) -> str:
 # ------------------------------------------------- rule 1: operands, then memory
 
 # A torch.Tensor subclass whose is_neg() and is_conj() (run by pylayout's
-# torch guard; is_conj for complex tensors only) swap VICTIM's 64 MiB storage
-# for REPLACEMENT: torch's DLPack export shares the TensorImpl, so a pointer
-# read before the guard ran points at unmapped memory.  VICTIM is the operand
-# itself, or (copy_into, pack_complex) the operand whose pointer was read first.
+# torch guard; is_conj for complex tensors only, once phase 2 has read their
+# dtype) swap VICTIM's 64 MiB storage for REPLACEMENT: torch's DLPack export
+# shares the TensorImpl, so a pointer read before the guard ran points at
+# unmapped memory.  VICTIM is the operand itself, or (copy_into,
+# pack_complex) the operand whose pointer was read first.  Evil.on names the
+# one method that fires (None: the first asked).
 _EVIL_SUBCLASS = """
 import torch
 class Evil(torch.Tensor):
     armed = True
+    on = None
     @staticmethod
-    def fire():
-        if Evil.armed:
+    def fire(which):
+        if Evil.armed and Evil.on in (None, which):
             Evil.armed = False
             torch.Tensor.set_(VICTIM, REPLACEMENT)
     def is_conj(self):
-        Evil.fire()
+        Evil.fire("is_conj")
         return torch.Tensor.is_conj(self)
     def is_neg(self):
-        Evil.fire()
+        Evil.fire("is_neg")
         return torch.Tensor.is_neg(self)
 """
 
 
-@pytest.mark.parametrize("op", ["contiguous", "to_order", "pack_complex", "copy_into"])
+@pytest.mark.parametrize("op", ["contiguous", "to_order", "pack_complex", "copy_into", "contiguous complex",
+                                "copy_into complex"])
 def test_subclass_guard_frees_storage(torch, op):
     """The guards run before any pointer is read: the operation uses the
-    memory each tensor has once every guard is done."""
+    memory each tensor has once every guard is done.  A complex tensor is
+    asked its conjugate bit after phase 2 read its dtype (is_conj alone
+    fires there): every operand's memory is then read again."""
     out = in_child(_EVIL_SUBCLASS + f"""
 REPLACEMENT = torch.arange(12.0).reshape(3, 4)
 op = {op!r}
-if op in ("contiguous", "to_order"):
+if op == "contiguous complex":
+    Evil.on = "is_conj"
+    REPLACEMENT = REPLACEMENT.to(torch.complex64).t()  # not contiguous: pylayout must read it
+    x = VICTIM = torch.randn(2048, 4096, dtype=torch.complex64).t().as_subclass(Evil)  # 64 MiB
+    y = pl.contiguous(x)
+    assert torch.equal(y, REPLACEMENT), y
+elif op == "copy_into complex":
+    Evil.on = "is_conj"
+    REPLACEMENT = torch.zeros(2048, 4096, dtype=torch.complex64)  # dst's shape, in other memory
+    VICTIM = dst = torch.zeros(2048, 4096, dtype=torch.complex64)
+    src = torch.ones(2048, 4096, dtype=torch.complex64).t().contiguous().t().as_subclass(Evil)
+    assert pl.copy_into(dst, src) is dst
+    assert bool((REPLACEMENT == 1).all()), "the copy went to the memory dst had before src.is_conj freed it"
+elif op in ("contiguous", "to_order"):
     x = VICTIM = torch.randn(4096, 4096).t().as_subclass(Evil)     # 64 MiB, needs a copy
     y = pl.contiguous(x) if op == "contiguous" else pl.to_order(x, (0, 1))
     assert torch.equal(y, REPLACEMENT), y
@@ -726,6 +745,49 @@ def test_non_strided_tensors_are_refused_in_our_words(torch, make, words):
         msg = str(ei.value)
         assert words in msg and "pylayout handles strided tensors" in msg, msg
         assert "Exception raised from" not in msg, "torch's C++ trace leaked into the message"
+
+
+def test_functional_tensors_are_never_read(torch):
+    """A functional tensor (torch's functionalization) keeps its values in its
+    base: torch's export points at NULL plus its storage offset, so
+    copy_into from torch._to_functional_tensor(x[1:]) read address 16 and
+    died of SIGSEGV.  Every operation that reads or writes memory refuses it
+    (copy_into, from_dlpack, the C core's conversions and packing), and
+    pylayout.contiguous and pack_complex hand it to pylayout.torch, whose
+    torch ops give the functional tensor torch's own result; a functional tensor leaked from
+    torch.func.functionalize goes the same way."""
+    out = in_child("""
+import torch
+from pylayout import _core
+x = torch.randn(6, 5)
+leaked = []
+torch.func.functionalize(lambda t: leaked.append(t[2:]) or t * 1)(x)
+cases = {"offset 5": torch._to_functional_tensor(x[1:]), "offset 0": torch._to_functional_tensor(x),
+         "leaked from functionalize": leaked[0]}
+def refused(fn):
+    try:
+        fn()
+    except BufferError as e:
+        assert "functional tensor" in str(e), e
+        return True
+    except TypeError as e:                # copy_into's words for any torch.func transform's tensor
+        assert "torch.func transform" in str(e), e
+        return True
+    return False
+for name, f in cases.items():
+    plain = torch._from_functional_tensor(f)
+    d = torch.zeros(f.shape)
+    for what, fn in {"copy_into src": lambda: pl.copy_into(d, f), "copy_into dst": lambda: pl.copy_into(f, d),
+                     "from_dlpack": lambda: pl.from_dlpack(f), "_core.pack_complex": lambda: _core.pack_complex(f, f),
+                     "_core.to_order": lambda: _core.to_order(f, (1, 0)),
+                     "_core.copy_core": lambda: _core.copy_core(d, f)}.items():
+        assert refused(fn), (name, what)
+    assert torch.equal(d, torch.zeros(f.shape)), name
+    for y, want in ((pl.contiguous(f.t()), plain.t()), (pl.pack_complex(f, f), torch.complex(plain, plain))):
+        assert torch._is_functional_tensor(y) and torch.equal(torch._from_functional_tensor(y), want), name
+print("ok")
+""")
+    assert out.strip().endswith("ok")
 
 
 def test_meta_tensors_answer_layout_queries(torch):
