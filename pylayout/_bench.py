@@ -392,6 +392,12 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose {n}x{n} float16",
                       lambda n=n: torch.randn(n, n, dtype=torch.float16).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # attention heads, (B,H,S,D) -> (B,S,H,D): rows of D elements, one src
+    # stream per head (plan.c's small rows)
+    for shp, dt in (((4, 12, 2048 // s, 64), torch.float32), ((64 // s, 64, 64, 64), torch.uint8)):
+        cases.append(Case(f"attention heads {shp} {str(dt)[6:]} by (0, 2, 1, 3)",
+                          lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(0, 2, 1, 3),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
                       lambda shp=shp: torch.randn(*shp)[..., ::2],

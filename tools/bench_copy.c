@@ -182,5 +182,13 @@ int main(int argc, char **argv)
 
     /* uint8 8192 x 8192 transpose */
     bench_case_t("8192x8192 uint8 transpose", 2, sq, tr, NULL, runs, 1, 0);
+
+    /* attention heads: torch.randn(B,H,S,D).permute(0,2,1,3) -> contiguous (B,S,H,D) */
+    int64_t ah[4] = {4, 2048, 12, 64};
+    int64_t ah_str[4] = {12 * 2048 * 64, 64, 2048 * 64, 1};
+    bench_case("heads (4,12,2048,64) by (0,2,1,3)", 4, ah, ah_str, NULL, runs);
+    int64_t ah8[4] = {64, 64, 64, 64};
+    int64_t ah8_str[4] = {64 * 64 * 64, 64, 64 * 64, 1};
+    bench_case_t("heads uint8 (64,64,64,64) by (0,2,1,3)", 4, ah8, ah8_str, NULL, runs, 1, 0);
     return 0;
 }

@@ -196,6 +196,44 @@ def test_byte_offsets_are_honoured(threads):
             assert np.from_dlpack(im_t).tobytes() == view.imag.tobytes()
 
 
+# Short rows (PL_ROWS units, plan.c): up to 64 bytes copied with inline
+# moves of 16, 8, 4 or 1 bytes, the last overlapping the one before; rows of
+# 64-512 bytes in units of at most 16 KiB prefetch the src rows of a later
+# unit (past the tensor's end for the last ones).
+# The attention-head permute (B,H,S,D) -> (B,S,H,D) and its inverse, every
+# element size, row widths that end on each move size, src and dst off
+# their cache lines, sizes below and above the parallel threshold.
+SMALL_ROWS = [(np.uint8, d) for d in (1, 3, 5, 16, 17, 64, 100, 255, 512, 513)] + \
+    [(np.float16, d) for d in (1, 7, 64, 96, 256)] + [(np.float32, d) for d in (1, 3, 12, 48, 64, 100, 128)] + \
+    [(np.float64, d) for d in (1, 2, 33, 64)] + [(np.complex128, d) for d in (1, 4, 32)]
+
+
+@pytest.mark.parametrize("dtype, d", SMALL_ROWS, ids=lambda v: v.__name__ if isinstance(v, type) else str(v))
+def test_small_rows_match_numpy(threads, dtype, d):
+    SENT = 0xA5
+    rng = np.random.default_rng(d)
+    isz = np.dtype(dtype).itemsize
+    for heads, nbytes in ((3, 4000), (16, 1_500_000)):
+        seq = max(2, nbytes // (2 * heads * d * isz))
+        shape = (2, heads, seq, d)
+        n = int(np.prod(shape))
+        for src_off in (0, 1):  # elements: src off its lines too
+            flat = rng.integers(0, 256, (n + 1) * isz, dtype=np.uint8).view(dtype)
+            a = flat[src_off:src_off + n].reshape(shape)
+            for perm in ((0, 2, 1, 3), (2, 1, 0, 3)):
+                view = a.transpose(perm)
+                want = np.ascontiguousarray(view)
+                got = pl.contiguous(torch.from_numpy(a).permute(perm))
+                assert got.numpy().tobytes() == want.tobytes(), ("contiguous", shape, perm)
+                for dst_off in (0, isz, 60 // isz * isz):  # bytes past a line
+                    raw = np.full(want.nbytes + 192, SENT, np.uint8)
+                    lo = (-raw.ctypes.data) % 64 + dst_off
+                    dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
+                    pl.copy_into(dst, view)
+                    assert dst.tobytes() == want.tobytes(), ("copy_into", shape, perm, dst_off)
+                    assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards written"
+
+
 # The (27,28,28,28,28).permute(2,3,1,4,0) family above the 4 MiB streaming
 # threshold: tiles of 27 x 28 (and ragged 26 x 27) elements built in an L1
 # buffer, streamed out, each unit prefetching its src rows for the units
