@@ -398,6 +398,13 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"attention heads {shp} {str(dt)[6:]} by (0, 2, 1, 3)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(0, 2, 1, 3),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # element groups: a contiguous innermost dim of 2-16 bytes moved as one
+    # element (plan.c): complex pairs and RGBA pixels transposed
+    m = 2048 // s
+    for shp, dt, what in (((m, m, 2), torch.float32, "complex pairs"), ((m, m, 4), torch.uint8, "RGBA pixels")):
+        cases.append(Case(f"{what} transposed {shp} {str(dt)[6:]} by (1, 0, 2)",
+                          lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(1, 0, 2),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
                       lambda shp=shp: torch.randn(*shp)[..., ::2],

@@ -589,6 +589,18 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         memcpy(dst, src, itemsize);
         return;
     }
+    /* A dst-innermost dim contiguous in both of 2, 4, 8 or 16 bytes is one
+     * element of that size: (2048,2048,2) float32 by (1,0,2), complex pairs
+     * transposed, is then a 2-D transpose of 8-byte elements (the tile
+     * kernels) instead of 4M rows of 8 bytes.  Moves copy bytes, and every
+     * kernel reads and writes at any byte address (unaligned loads, streams
+     * only to whole lines), so the wider element needs no alignment. */
+    const int64_t group = shape[n - 1] * (int64_t)itemsize;
+    if (n >= 2 && ss[n - 1] == (int64_t)itemsize && ds[n - 1] == (int64_t)itemsize && group <= 16 &&
+        _pl_size_index((size_t)group) >= 0) {
+        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes);
+        return;
+    }
 
     /* The scalars zeroed by a copy of a zero plan: a memset of their 152
      * bytes compiles to rep stos (GCC 12, -O2), whose start-up was a tenth

@@ -234,6 +234,76 @@ def test_small_rows_match_numpy(threads, dtype, d):
                     assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards written"
 
 
+# Element groups: a dst-innermost dim contiguous in both, of 2, 4, 8 or 16
+# bytes, is copied as one element of that size (plan.c): (n,m,2) float32 by
+# (1,0,2) is a 2-D transpose of 8-byte elements, through the tile kernels,
+# streaming ones above 4 MiB.  Every group size from every element size,
+# src one element off the group's alignment, dst off its lines by amounts
+# that are and are not a multiple of the group, below and above the
+# streaming threshold, 1 and 2 threads, in a child per PYLAYOUT_SIMD path.
+GROUPS_CHILD = r"""
+import numpy as np
+import torch
+import pylayout as pl
+
+SENT = 0xA5
+rng = np.random.default_rng(11)
+checked = 0
+groups = [(np.uint8, k) for k in (2, 4, 8, 16)] + [(np.float16, k) for k in (2, 4, 8)] + \
+    [(np.float32, k) for k in (2, 4)] + [(np.float64, 2), (np.complex64, 2)]
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, k in groups:
+        isz = np.dtype(dtype).itemsize
+        for rows, cols in ((37, 29), (1100, 5_000_000 // (1100 * k * isz) + 3)):  # the second: 5 MB
+            shape = (rows, cols, k)
+            n = rows * cols * k
+            for src_off in (0, 1):
+                flat = rng.integers(0, 256, (n + 1) * isz, dtype=np.uint8).view(dtype)
+                a = flat[src_off:src_off + n].reshape(shape)
+                for perm in ((1, 0, 2),) if src_off else ((1, 0, 2), (0, 1, 2)):
+                    view = a.transpose(perm)
+                    want = np.ascontiguousarray(view)
+                    got = pl.contiguous(torch.from_numpy(a).permute(perm))
+                    assert got.numpy().tobytes() == want.tobytes(), ("contiguous", dtype, k, shape, perm)
+                    for dst_off in (0, isz, 16, 60 // isz * isz):  # bytes past a line
+                        raw = np.full(want.nbytes + 192, SENT, np.uint8)
+                        lo = (-raw.ctypes.data) % 64 + dst_off
+                        dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
+                        pl.copy_into(dst, view)
+                        assert dst.tobytes() == want.tobytes(), ("copy_into", dtype, k, shape, threads, dst_off)
+                        assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards"
+                        checked += 1
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+def _simd_child(code: str, path: str) -> str:
+    """Runs `code` in a child with PYLAYOUT_SIMD=path (chosen at import) and
+    checks that the path it got is the one asked for, or the best below it."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYLAYOUT_SIMD=path, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, f"PYLAYOUT_SIMD={path}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    best = pl.info()["simd"]
+    order = ["scalar", "sse2", "avx2", "avx512"]
+    if best not in order:  # not x86: every path asked for runs the portable kernels or the best one
+        expect = "scalar" if path == "scalar" else best
+    else:
+        expect = path if order.index(path) <= order.index(best) else best
+    assert f"simd={expect} " in proc.stdout, proc.stdout
+    return proc.stdout
+
+
+@pytest.mark.parametrize("path", ["scalar", "sse2", "avx2", "avx512"])
+def test_element_groups_on_every_simd_path(path):
+    out = _simd_child(GROUPS_CHILD, path)
+    assert "checked 528" in out, out
+
+
 # The (27,28,28,28,28).permute(2,3,1,4,0) family above the 4 MiB streaming
 # threshold: tiles of 27 x 28 (and ragged 26 x 27) elements built in an L1
 # buffer, streamed out, each unit prefetching its src rows for the units
@@ -276,19 +346,5 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", ["scalar", "sse2", "avx2", "avx512"])
 def test_permute_5d_streamed_tiles_on_every_simd_path(path):
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYLAYOUT_SIMD=path, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-c", PERMUTE_5D_CHILD], capture_output=True, text=True, timeout=600,
-                          env=env)
-    assert proc.returncode == 0, f"PYLAYOUT_SIMD={path}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    assert "checked 120" in proc.stdout, proc.stdout
-    best = pl.info()["simd"]
-    order = ["scalar", "sse2", "avx2", "avx512"]
-    if best not in order:  # not x86: every path asked for runs the portable kernels or the best one
-        expect = "scalar" if path == "scalar" else best
-    else:
-        expect = path if order.index(path) <= order.index(best) else best
-    assert f"simd={expect} " in proc.stdout, proc.stdout
+    out = _simd_child(PERMUTE_5D_CHILD, path)
+    assert "checked 120" in out, out
