@@ -345,6 +345,15 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"NHWC->NCHW u8 C=3 {hwc} -> {shp}",
                       lambda hwc=hwc: torch.randint(0, 256, hwc, dtype=torch.uint8).permute(0, 3, 1, 2),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # 5-8 channels: thin interleaves too (plan.c's pl_thin_wins)
+    shp8 = (max(1, 32 // s), 8, 224, 224)
+    cases.append(Case(f"NCHW->NHWC C=8 u8 {shp8}",
+                      lambda shp=shp8: torch.randint(0, 256, shp, dtype=torch.uint8), to_nhwc, torch_to_nhwc,
+                      np_to_nhwc))
+    hwc8 = (shp8[0], 224, 224, 5)
+    cases.append(Case(f"NHWC->NCHW float16 C=5 {hwc8}",
+                      lambda hwc=hwc8: torch.randn(*hwc, dtype=torch.float16).permute(0, 3, 1, 2),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 8 // s), 64, 32, 56, 56)
     cases.append(Case(f"NCDHW->channels_last_3d f32 {shp}", nchw(shp),
                       lambda x: pl.contiguous(x, cl3),

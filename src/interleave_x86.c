@@ -1,6 +1,6 @@
 /*
  * interleave_x86.c - thin transposes on x86-64 (see _pylayout_zip_fn in
- * kernels.h): P = 2, 3 or 4 planes interleaved into groups of P elements,
+ * kernels.h): P = 2 to 8 planes interleaved into groups of P elements,
  * and back.  These are what NCHW <-> NHWC with 3 channels and complex pairs
  * of a transposed (n, 2) reduce to; the copy engine (plan.c, PL_THIN) calls
  * them on stretches of the long side.
@@ -119,28 +119,26 @@ const _pylayout_thin_kernels _pylayout_thin_sse2 = {
 #define PL_TOUCHES(P, SIZE, q, p)                                                                        \
     ((((p) - (16 * (q) / (SIZE)) % (P) + (P)) % (P)) <= (16 * (q) + 15) / (SIZE) - 16 * (q) / (SIZE))
 
-/* The four (q, p) masks of a step, as a switch on constants: the callers'
- * loops are unrolled, so each call folds to one constant. */
+/* The (q, p) masks of a step, q and p < PL_THIN_MAX_P, as a switch on
+ * constants: the callers' loops are unrolled, so each call folds to one
+ * constant. */
+#define PL_MASK_CASE(M, P, SIZE, q, p)                                                                   \
+    case (q) * PL_THIN_MAX_P + (p):                                                                      \
+        return PL_MASK(M, P, SIZE, q, p);
+#define PL_MASK_CASES(M, P, SIZE, q)                                                                     \
+    PL_MASK_CASE(M, P, SIZE, q, 0) PL_MASK_CASE(M, P, SIZE, q, 1) PL_MASK_CASE(M, P, SIZE, q, 2)          \
+    PL_MASK_CASE(M, P, SIZE, q, 3) PL_MASK_CASE(M, P, SIZE, q, 4) PL_MASK_CASE(M, P, SIZE, q, 5)          \
+    PL_MASK_CASE(M, P, SIZE, q, 6) PL_MASK_CASE(M, P, SIZE, q, 7)
 #define PL_DEFINE_MASKS(NAME, M, P, SIZE)                                                                \
     PL_AVX2 __attribute__((always_inline)) static inline __m256i NAME(int q, int p)                    \
     {                                                                                                    \
-        switch (q * 4 + p) {                                                                             \
-        case 0: return PL_MASK(M, P, SIZE, 0, 0);                                                        \
-        case 1: return PL_MASK(M, P, SIZE, 0, 1);                                                        \
-        case 2: return PL_MASK(M, P, SIZE, 0, 2);                                                        \
-        case 3: return PL_MASK(M, P, SIZE, 0, 3);                                                        \
-        case 4: return PL_MASK(M, P, SIZE, 1, 0);                                                        \
-        case 5: return PL_MASK(M, P, SIZE, 1, 1);                                                        \
-        case 6: return PL_MASK(M, P, SIZE, 1, 2);                                                        \
-        case 7: return PL_MASK(M, P, SIZE, 1, 3);                                                        \
-        case 8: return PL_MASK(M, P, SIZE, 2, 0);                                                        \
-        case 9: return PL_MASK(M, P, SIZE, 2, 1);                                                        \
-        case 10: return PL_MASK(M, P, SIZE, 2, 2);                                                       \
-        case 11: return PL_MASK(M, P, SIZE, 2, 3);                                                       \
-        case 12: return PL_MASK(M, P, SIZE, 3, 0);                                                       \
-        case 13: return PL_MASK(M, P, SIZE, 3, 1);                                                       \
-        case 14: return PL_MASK(M, P, SIZE, 3, 2);                                                       \
-        default: return PL_MASK(M, P, SIZE, 3, 3);                                                       \
+        _Static_assert(PL_THIN_MAX_P == 8, "one row of cases per q < PL_THIN_MAX_P");                   \
+        switch (q * PL_THIN_MAX_P + p) {                                                                 \
+            PL_MASK_CASES(M, P, SIZE, 0) PL_MASK_CASES(M, P, SIZE, 1) PL_MASK_CASES(M, P, SIZE, 2)        \
+            PL_MASK_CASES(M, P, SIZE, 3) PL_MASK_CASES(M, P, SIZE, 4) PL_MASK_CASES(M, P, SIZE, 5)        \
+            PL_MASK_CASES(M, P, SIZE, 6) PL_MASK_CASES(M, P, SIZE, 7)                                     \
+        default:                                                                                         \
+            return _mm256_setzero_si256();                                                               \
         }                                                                                                \
     }
 
@@ -159,16 +157,16 @@ const _pylayout_thin_kernels _pylayout_thin_sse2 = {
         int64_t k = 0;                                                                                   \
         for (; k + PER <= n; k += PER) {                                                                 \
             __m256i y[P], r[P];                                                                          \
-            _Pragma("GCC unroll 4") for (int p = 0; p < (P); p++) y[p] =                                 \
+            _Pragma("GCC unroll 8") for (int p = 0; p < (P); p++) y[p] =                                 \
                 _mm256_loadu_si256((const __m256i *)(const void *)(planes + p * ps + k * (SIZE)));       \
-            _Pragma("GCC unroll 4") for (int q = 0; q < (P); q++)                                        \
+            _Pragma("GCC unroll 8") for (int q = 0; q < (P); q++)                                        \
             {                                                                                            \
                 r[q] = _mm256_setzero_si256();                                                           \
-                _Pragma("GCC unroll 4") for (int p = 0; p < (P); p++) if (PL_TOUCHES(P, SIZE, q, p))     \
+                _Pragma("GCC unroll 8") for (int p = 0; p < (P); p++) if (PL_TOUCHES(P, SIZE, q, p))     \
                     r[q] = _mm256_or_si256(r[q], _mm256_shuffle_epi8(y[p], pl_zmask##P##_##SIZE(q, p))); \
             }                                                                                            \
             char *d = packed + (int64_t)(P) * k * (SIZE);                                                \
-            _Pragma("GCC unroll 4") for (int v = 0; v < (P); v++)                                        \
+            _Pragma("GCC unroll 8") for (int v = 0; v < (P); v++)                                        \
             { /* half-pieces 2v and 2v + 1: h < P is r[h]'s lane 0, else r[h - P]'s lane 1 */           \
                 const int h0 = 2 * v, h1 = 2 * v + 1;                                                    \
                 const __m256i x0 = r[h0 < (P) ? h0 : h0 - (P)], x1 = r[h1 < (P) ? h1 : h1 - (P)];        \
@@ -192,13 +190,13 @@ const _pylayout_thin_kernels _pylayout_thin_sse2 = {
         for (; k + PER <= n; k += PER) {                                                                 \
             const char *s = packed + (int64_t)(P) * k * (SIZE);                                          \
             __m256i y[P];                                                                                \
-            _Pragma("GCC unroll 4") for (int q = 0; q < (P); q++) y[q] = _mm256_inserti128_si256(        \
+            _Pragma("GCC unroll 8") for (int q = 0; q < (P); q++) y[q] = _mm256_inserti128_si256(        \
                 _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(s + 16 * q))),    \
                 _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * ((P) + q))), 1);                \
-            _Pragma("GCC unroll 4") for (int p = 0; p < (P); p++)                                        \
+            _Pragma("GCC unroll 8") for (int p = 0; p < (P); p++)                                        \
             {                                                                                            \
                 __m256i o = _mm256_setzero_si256();                                                      \
-                _Pragma("GCC unroll 4") for (int q = 0; q < (P); q++) if (PL_TOUCHES(P, SIZE, q, p))     \
+                _Pragma("GCC unroll 8") for (int q = 0; q < (P); q++) if (PL_TOUCHES(P, SIZE, q, p))     \
                     o = _mm256_or_si256(o, _mm256_shuffle_epi8(y[q], pl_umask##P##_##SIZE(q, p)));       \
                 _mm256_storeu_si256((__m256i *)(void *)(planes + p * ps + k * (SIZE)), o);              \
             }                                                                                            \
@@ -215,14 +213,19 @@ const _pylayout_thin_kernels _pylayout_thin_sse2 = {
 PL_DEFINE_THIN_AVX2_SIZES(2)
 PL_DEFINE_THIN_AVX2_SIZES(3)
 PL_DEFINE_THIN_AVX2_SIZES(4)
+PL_DEFINE_THIN_AVX2_SIZES(5)
+PL_DEFINE_THIN_AVX2_SIZES(6)
+PL_DEFINE_THIN_AVX2_SIZES(7)
+PL_DEFINE_THIN_AVX2_SIZES(8)
 
 #define PL_THIN_AVX2_ROW(F, P)                                                                           \
     {[PL_SIZE1] = F##P##_1_avx2, [PL_SIZE2] = F##P##_2_avx2, [PL_SIZE4] = F##P##_4_avx2,                 \
      [PL_SIZE8] = F##P##_8_avx2}
-const _pylayout_thin_kernels _pylayout_thin_avx2 = {
-    .zip = {PL_THIN_AVX2_ROW(pl_zip, 2), PL_THIN_AVX2_ROW(pl_zip, 3), PL_THIN_AVX2_ROW(pl_zip, 4)},
-    .unzip = {PL_THIN_AVX2_ROW(pl_unzip, 2), PL_THIN_AVX2_ROW(pl_unzip, 3), PL_THIN_AVX2_ROW(pl_unzip, 4)},
-};
+#define PL_THIN_AVX2_ROWS(F)                                                                             \
+    {PL_THIN_AVX2_ROW(F, 2), PL_THIN_AVX2_ROW(F, 3), PL_THIN_AVX2_ROW(F, 4), PL_THIN_AVX2_ROW(F, 5),     \
+     PL_THIN_AVX2_ROW(F, 6), PL_THIN_AVX2_ROW(F, 7), PL_THIN_AVX2_ROW(F, 8)}
+const _pylayout_thin_kernels _pylayout_thin_avx2 = {.zip = PL_THIN_AVX2_ROWS(pl_zip),
+                                                    .unzip = PL_THIN_AVX2_ROWS(pl_unzip)};
 
 #else
 

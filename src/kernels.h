@@ -58,7 +58,7 @@ typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
  * over arrays at any byte address. */
 typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0, int64_t k1);
 
-/* Thin transposes: P = 2, 3 or 4 planes of n elements each, plane p at
+/* Thin transposes: P = 2 to PL_THIN_MAX_P planes of n elements each, plane p at
  * planes + p * plane_stride (bytes, any sign), and one dense array of n
  * groups of P elements.  zip interleaves:
  *     packed[(k * P + p) * itemsize] = planes[p * plane_stride + k * itemsize]
@@ -69,11 +69,15 @@ typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0,
 typedef void (*_pylayout_zip_fn)(const char *planes, int64_t plane_stride, char *packed, int64_t n);
 typedef void (*_pylayout_unzip_fn)(const char *packed, char *planes, int64_t plane_stride, int64_t n);
 
+/* The most planes a thin transpose has: 8 channels of uint8 or float16
+ * are 8- or 16-byte groups, under one SIMD block of the tile kernels. */
+#define PL_THIN_MAX_P 8
+
 /* The thin-transpose kernels of one SIMD path, [P - 2][log2(itemsize)];
  * NULL entries run the portable loops (_pylayout_thin_portable). */
 typedef struct _pylayout_thin_kernels {
-    _pylayout_zip_fn zip[3][PL_NSIZES];
-    _pylayout_unzip_fn unzip[3][PL_NSIZES];
+    _pylayout_zip_fn zip[PL_THIN_MAX_P - 1][PL_NSIZES];
+    _pylayout_unzip_fn unzip[PL_THIN_MAX_P - 1][PL_NSIZES];
 } _pylayout_thin_kernels;
 
 /* kernels_portable.c: plain C for every P and element size; the scalar

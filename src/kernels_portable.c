@@ -57,9 +57,13 @@ const _pylayout_kernels _pylayout_kernels_scalar = {
 PL_DEFINE_THIN_PORTABLE_SIZES(2)
 PL_DEFINE_THIN_PORTABLE_SIZES(3)
 PL_DEFINE_THIN_PORTABLE_SIZES(4)
+PL_DEFINE_THIN_PORTABLE_SIZES(5)
+PL_DEFINE_THIN_PORTABLE_SIZES(6)
+PL_DEFINE_THIN_PORTABLE_SIZES(7)
+PL_DEFINE_THIN_PORTABLE_SIZES(8)
 
 #define PL_THIN_ROW(F, P) {F##P##_1, F##P##_2, F##P##_4, F##P##_8, F##P##_16}
-const _pylayout_thin_kernels _pylayout_thin_portable = {
-    .zip = {PL_THIN_ROW(pl_zip, 2), PL_THIN_ROW(pl_zip, 3), PL_THIN_ROW(pl_zip, 4)},
-    .unzip = {PL_THIN_ROW(pl_unzip, 2), PL_THIN_ROW(pl_unzip, 3), PL_THIN_ROW(pl_unzip, 4)},
-};
+#define PL_THIN_ROWS(F)                                                                                  \
+    {PL_THIN_ROW(F, 2), PL_THIN_ROW(F, 3), PL_THIN_ROW(F, 4), PL_THIN_ROW(F, 5), PL_THIN_ROW(F, 6),      \
+     PL_THIN_ROW(F, 7), PL_THIN_ROW(F, 8)}
+const _pylayout_thin_kernels _pylayout_thin_portable = {.zip = PL_THIN_ROWS(pl_zip), .unzip = PL_THIN_ROWS(pl_unzip)};

@@ -5,9 +5,9 @@
  *        ROWS       innermost dim unit-stride in both: memcpy of rows;
  *        TRANSPOSE  dst unit-stride along dim a, src smallest-stride along
  *                   another dim b: cache-blocked tiles;
- *        THIN       a TRANSPOSE with a side of 2 to 4 elements (3-channel
+ *        THIN       a TRANSPOSE with a side of 2 to 8 elements (3-channel
  *                   images, complex pairs): P-plane interleaves or their
- *                   inverse (pl_choose_thin);
+ *                   inverse (pl_choose_thin, pl_thin_wins);
  *        STRIDED    anything else (broadcast sources, strided dsts);
  *   2. choose the kernels and unit sizes (pl_choose_transpose,
  *      pl_choose_rows): SIMD tile transposes or step-2 gathers from the
@@ -123,7 +123,7 @@
  * 64-group steps, so units of a line-aligned row start on cache lines. */
 #define PL_THIN_UNIT_BYTES ((int64_t)32 * 1024)
 
-/* A transpose whose thin side has 2 to 4 elements is a PL_THIN copy only
+/* A transpose whose thin side has 2 to 8 elements is a PL_THIN copy only
  * when its long side has at least this many: shorter ones are a few
  * element moves each, and the tile loop does them as well. */
 #define PL_THIN_MIN_LONG 16
@@ -405,8 +405,8 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     return 0;
 }
 
-/* A TRANSPOSE one of whose sides is 2 to 4 elements and the other long
- * becomes a THIN copy: P-plane interleaves (zip: dst groups of P = na
+/* A TRANSPOSE one of whose sides is 2 to 8 elements (pl_thin_wins) and the
+ * other long becomes a THIN copy: P-plane interleaves (zip: dst groups of P = na
  * elements, dense, from P src planes ssa apart) or their inverse (unzip:
  * src groups of P = nb elements, dense, into P dst planes dsb apart), both
  * unit-stride along the long side.  Units are stretches of the long side.
@@ -418,6 +418,26 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
  * NCHW -> NHWC 19.7 vs 6.1; the same in uint8 36.7 vs 21.2; NHWC -> NCHW
  * uint8 50.6 vs 29.5; view_as_complex of a transposed (2^24, 2) float32
  * (128 MB) 9.1 vs 6.1. */
+/* Whether P planes of `is`-byte elements go to the thin kernels (zip, or
+ * unzip) rather than the tile ones.  Up to 4 planes always; 5 to 8 where
+ * the tiles' smallest SIMD block does not fit or the thin kernels measured
+ * faster: NCHW <-> NHWC (8,C,224,224), 1 thread, the two interleaved in
+ * one process, GB/s thin / tiles, zip and unzip:
+ *   uint8    C=5 40 / 4.1, 39 / 2.7; C=8 24 / 4.0, 24 / 2.8
+ *   float16  C=5 41 / 7.9, 39 / 6.6; C=7 20 / 6.7, 27 / 7.9; C=8 19 / 32, 23 / 7.9
+ *   float32  C=5 28 / 21, 40 / 14;   C=7 26 / 23, 21 / 13;   C=8 23 / 25, 16 / 12
+ *   float64  C=5 25 / 28, 21 / 19;   C=7 22 / 23, 16 / 16;   C=8 21 / 32, 18 / 28
+ * (an 8-element zip of 2- to 8-byte elements is one whole 8 x 8 block of
+ * the tiles). */
+static bool pl_thin_wins(int64_t P, int64_t is, bool zip)
+{
+    if (P <= 4)
+        return true;
+    if (P > PL_THIN_MAX_P || is > 4)
+        return false;
+    return P < 8 || is == 1 || !zip;
+}
+
 static bool pl_choose_thin(pl_plan *p, const _pylayout_kernels *k)
 {
     const int64_t is = (int64_t)p->itemsize;
@@ -426,10 +446,10 @@ static bool pl_choose_thin(pl_plan *p, const _pylayout_kernels *k)
         return false;
     const _pylayout_thin_kernels *t = k->thin != NULL ? k->thin : &_pylayout_thin_portable;
     int64_t P;
-    if (p->na >= 2 && p->na <= 4 && p->dsb == p->na * is && p->nb >= PL_THIN_MIN_LONG) {
+    if (p->na >= 2 && pl_thin_wins(p->na, is, true) && p->dsb == p->na * is && p->nb >= PL_THIN_MIN_LONG) {
         P = p->na;
         p->zip = t->zip[P - 2][lg] != NULL ? t->zip[P - 2][lg] : _pylayout_thin_portable.zip[P - 2][lg];
-    } else if (p->nb >= 2 && p->nb <= 4 && p->ssa == p->nb * is && p->na >= PL_THIN_MIN_LONG) {
+    } else if (p->nb >= 2 && pl_thin_wins(p->nb, is, false) && p->ssa == p->nb * is && p->na >= PL_THIN_MIN_LONG) {
         P = p->nb;
         p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
     } else {

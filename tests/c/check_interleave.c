@@ -3,7 +3,7 @@
  * PL_THIN units, interleave_x86.c and kernels_portable.c's zip / unzip),
  * through pylayout_copy only.
  *
- * A thin transpose has a side of P = 2, 3 or 4 elements: NCHW -> NHWC with
+ * A thin transpose has a side of P = 2 to 8 elements: NCHW -> NHWC with
  * 3 channels is a batch of 3-plane interleaves ("zip"), NHWC -> NCHW their
  * inverse ("unzip").  Every case copies a (batch, long, P) or (batch, P,
  * long) tensor between a planar layout (planes padded apart) and a packed
@@ -120,7 +120,7 @@ static void ragged_at(int threads, void *ctx)
     const int is_i = *(const int *)ctx;
     unsigned seed = 1234u + (unsigned)is_i;
     for (int zip = 0; zip <= 1; zip++)
-        for (int P = 2; P <= 4; P++)
+        for (int P = 2; P <= 8; P++)
             for (int64_t n = 1; n <= 70; n++) {
                 thin_case c = {zip, P, sizes[is_i], 1 + (int64_t)test_rand(&seed, 3), n,
                                (int64_t)test_rand(&seed, 3), sizes[is_i] * test_rand(&seed, 5) + test_rand(&seed, 2) * 3,
@@ -145,18 +145,18 @@ static void long_at(int threads, void *ctx)
     unsigned seed = 99u + (unsigned)is_i;
     const int64_t lens[] = {1009, 65537, 50176};
     for (int zip = 0; zip <= 1; zip++)
-        for (int P = 2; P <= 4; P++)
+        for (int P = 2; P <= 8; P++)
             for (int l = 0; l < 3; l++) {
                 thin_case c = {zip, P, is, l == 2 ? 3 : 1, lens[l], l == 1 ? 5 : 0, is * (size_t)l + 1, 16};
                 run_case(&c, &seed);
             }
     /* above PL_STREAM_MIN_BYTES: 4.2 MiB and more of dst */
-    for (int zip = 0; zip <= 1; zip++) {
-        const int P = 3;
-        const int64_t n = (int64_t)(4400009 / ((size_t)P * is)) | 1;
-        thin_case c = {zip, P, is, 1, n, 0, 24, 40};
-        run_case(&c, &seed);
-    }
+    for (int zip = 0; zip <= 1; zip++)
+        for (int P = 3; P <= 8; P += 5) {
+            const int64_t n = (int64_t)(4400009 / ((size_t)P * is)) | 1;
+            thin_case c = {zip, P, is, 1, n, 0, 24, 40};
+            run_case(&c, &seed);
+        }
 }
 START_TEST(test_long)
 {

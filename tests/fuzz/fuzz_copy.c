@@ -1083,13 +1083,13 @@ static void op_queries(reader *r)
 
 /* Large inputs only: a dense permute of a big tensor (4-8 MiB, or 256 KiB-2 MiB), so that
  * every kernel family runs at the sizes where it streams and goes parallel
- * tile transposes, thin (2-4 element) interleaves, row copies.  src is dense
+ * tile transposes, thin (2-8 element) interleaves, row copies.  src is dense
  * in a fuzzed dim order, dst row-major; both start at fuzzed byte offsets
  * (not on cache lines) inside exactly sized buffers, dst's slack filled with
  * a sentinel.  Every element and every slack byte is checked. */
 static void op_big_permute(reader *r)
 {
-    static const int64_t sizes[] = {2, 3, 4, 17, 27, 28, 64, 255, 1000, 4099};
+    static const int64_t sizes[] = {2, 3, 4, 5, 8, 17, 27, 28, 64, 255, 1000, 4099};
     /* bit 7 of the first byte: a permute of 256 KiB - 2 MiB, below the
      * streaming threshold, for the cached tiles (their strips when dst rows
      * lie a multiple of 1 KiB apart); else 4 - 8 MiB, past it */
@@ -1103,7 +1103,7 @@ static void op_big_permute(reader *r)
     int perm[5];
     for (int d = 0; d < ndim; d++) {
         uint8_t b = u8(r);
-        shape[d] = b < 160 ? sizes[b % 10] : 1 + b % 97;
+        shape[d] = b < 160 ? sizes[b % (sizeof sizes / sizeof sizes[0])] : 1 + b % 97;
         perm[d] = d;
     }
     for (int d = ndim - 1; d > 0; d--) { /* Fisher-Yates from the input */

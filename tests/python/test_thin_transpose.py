@@ -1,6 +1,6 @@
-"""Thin transposes: a side of 2, 3 or 4 elements (issue 16).
+"""Thin transposes: a side of 2 to 8 elements (issue 16).
 
-NCHW -> NHWC with 3 channels, NHWC -> NCHW (the DataLoader direction) and
+NCHW -> NHWC with 3 to 8 channels, NHWC -> NCHW (the DataLoader direction) and
 view_as_complex of a layout no complex view exists for are interleaves of a
 few planes or their inverse, which the copy engine runs with its own kernel
 family (src/interleave_x86.c, PL_THIN in src/plan.c).  Every result is
@@ -54,8 +54,11 @@ def threads(request):
 LENGTHS = list(range(1, 71)) + [257, 1009, 65537]
 
 
+PLANES = [2, 3, 4, 5, 6, 7, 8]  # 5 to 8: the thin kernels or the tiles, as plan.c's pl_thin_wins picks
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("P", [2, 3, 4])
+@pytest.mark.parametrize("P", PLANES)
 def test_zip_and_unzip_against_numpy(np, threads, dtype, P):
     for n in LENGTHS:
         planes = _random(np, (2, P, n), dtype, seed=n * 10 + P)
@@ -66,7 +69,7 @@ def test_zip_and_unzip_against_numpy(np, threads, dtype, P):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("P", [2, 3, 4])
+@pytest.mark.parametrize("P", PLANES)
 @pytest.mark.parametrize("soff, doff", [(0, 0), (1, 3), (17, 40), (8, 60)])
 def test_unaligned_into(np, threads, dtype, P, soff, doff):
     itemsize = np.dtype(dtype).itemsize
@@ -83,21 +86,22 @@ def test_unaligned_into(np, threads, dtype, P, soff, doff):
     _same(np, back, planes)
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "float32", "float64"])
-def test_above_streaming_threshold(np, threads, dtype):
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64"])
+@pytest.mark.parametrize("P", [3, 5, 8])
+def test_above_streaming_threshold(np, threads, dtype, P):
     itemsize = np.dtype(dtype).itemsize
-    n = (5 << 20) // (3 * itemsize) + 7  # 5 MiB and a ragged end
-    planes = _random(np, (3, n), dtype, seed=5)
+    n = (5 << 20) // (P * itemsize) + 7  # 5 MiB and a ragged end
+    planes = _random(np, (P, n), dtype, seed=5)
     _same(np, pl.contiguous(planes.T), np.ascontiguousarray(planes.T))
     packed = np.ascontiguousarray(planes.T)
     _same(np, pl.contiguous(packed.T), planes)
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32"])
 def test_images_against_torch(torch, threads, dtype):
     dt = getattr(torch, dtype)
-    for shape in [(2, 3, 224, 224), (3, 3, 17, 31), (1, 4, 33, 65), (2, 2, 9, 70)]:
-        x = (torch.randint(0, 256, shape, dtype=torch.uint8) if dt == torch.uint8 else torch.randn(shape))
+    for shape in [(2, 3, 224, 224), (3, 3, 17, 31), (1, 4, 33, 65), (2, 2, 9, 70), (2, 5, 64, 50), (1, 8, 33, 65)]:
+        x = (torch.randint(0, 256, shape, dtype=torch.uint8) if dt == torch.uint8 else torch.randn(shape).to(dt))
         got = pl.contiguous(x, torch.channels_last)
         want = x.contiguous(memory_format=torch.channels_last)
         assert torch.equal(got, want) and got.stride() == want.stride()
@@ -123,7 +127,7 @@ rng = np.random.default_rng(0)
 for threads in (1, 2):
     pl.set_num_threads(threads)
     for dtype in ("uint8", "uint16", "uint32", "uint64", "complex128"):
-        for P in (2, 3, 4):
+        for P in (2, 3, 4, 5, 6, 7, 8):
             for n in list(range(1, 70)) + [1009, 200003]:
                 raw = rng.integers(0, 256, size=P * n * np.dtype(dtype).itemsize, dtype=np.uint8)
                 planes = raw.view(dtype).reshape(P, n)
