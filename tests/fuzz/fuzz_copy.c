@@ -1114,7 +1114,8 @@ static void op_big_permute(reader *r)
     int64_t numel = 1;
     for (int d = 0; d < ndim; d++)
         numel *= shape[d];
-    while (numel * (int64_t)is > hi_bytes) { /* shrink the largest dim to fit */
+    /* numel (at most 4099^5) fits, numel * is may not: compare in elements */
+    while (numel > hi_bytes / (int64_t)is) { /* shrink the largest dim to fit */
         int big = 0;
         for (int d = 1; d < ndim; d++)
             big = shape[d] > shape[big] ? d : big;
@@ -1122,7 +1123,7 @@ static void op_big_permute(reader *r)
         shape[big] = (shape[big] + 1) / 2;
         numel *= shape[big];
     }
-    while (numel * (int64_t)is < lo_bytes) { /* grow the largest dim past the thresholds */
+    while (numel < lo_bytes / (int64_t)is) { /* grow the largest dim past the thresholds */
         int big = 0;
         for (int d = 1; d < ndim; d++)
             big = shape[d] > shape[big] ? d : big;
