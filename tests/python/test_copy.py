@@ -304,6 +304,50 @@ def test_element_groups_on_every_simd_path(path):
     assert "checked 528" in out, out
 
 
+# Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
+# with fewer channels than the block's rows (9-31 float16, 9-15 float32,
+# 5-7 float64) go to the AVX2 streaming tile (copy_x86.c), above 4 MiB,
+# dst on and off its lines, 1 and 2 threads, every SIMD path.
+THIN_B_CHILD = r"""
+import numpy as np
+import torch
+import pylayout as pl
+
+SENT = 0xA5
+rng = np.random.default_rng(13)
+checked = 0
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, channels in ((np.float16, (9, 17, 31)), (np.float32, (9, 15)), (np.float64, (5, 7)),
+                            (np.uint8, (9, 24))):
+        isz = np.dtype(dtype).itemsize
+        for c in channels:
+            hw = 4_400_000 // (c * isz) // 1024 + 1
+            shape = (1, hw, 1024, c)  # planes a whole number of lines apart: the streaming tiles
+            n = int(np.prod(shape))
+            a = rng.integers(0, 256, n * isz, dtype=np.uint8).view(dtype).reshape(shape)
+            view = a.transpose(0, 3, 1, 2)
+            want = np.ascontiguousarray(view)
+            got = pl.contiguous(torch.from_numpy(a).permute(0, 3, 1, 2))
+            assert got.numpy().tobytes() == want.tobytes(), ("contiguous", dtype, c, threads)
+            for dst_off in (0, isz):
+                raw = np.full(want.nbytes + 192, SENT, np.uint8)
+                lo = (-raw.ctypes.data) % 64 + dst_off
+                dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
+                pl.copy_into(dst, view)
+                assert dst.tobytes() == want.tobytes(), ("copy_into", dtype, c, threads, dst_off)
+                assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards written"
+                checked += 1
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", ["scalar", "sse2", "avx2", "avx512"])
+def test_streamed_tiles_thinner_than_a_block(path):
+    out = _simd_child(THIN_B_CHILD, path)
+    assert "checked 36" in out, out
+
+
 # The (27,28,28,28,28).permute(2,3,1,4,0) family above the 4 MiB streaming
 # threshold: tiles of 27 x 28 (and ragged 26 x 27) elements built in an L1
 # buffer, streamed out, each unit prefetching its src rows for the units
