@@ -9,6 +9,7 @@ byte-identical to the peers' and laid out exactly as theirs.
 """
 from __future__ import annotations
 
+import inspect
 import random
 
 import pytest
@@ -196,6 +197,24 @@ def test_byte_offsets_are_honoured(threads):
             assert np.from_dlpack(im_t).tobytes() == view.imag.tobytes()
 
 
+SENT = 0xA5
+
+
+def into_guarded(src, want, dst_off, what):
+    """copy_into a buffer of sentinel bytes, dst starting dst_off bytes past a
+    cache line: the result must be want's bytes, and nothing outside it written."""
+    raw = np.full(want.nbytes + 192, SENT, np.uint8)
+    lo = (-raw.ctypes.data) % 64 + dst_off
+    dst = raw[lo:lo + want.nbytes].view(want.dtype).reshape(want.shape)
+    pl.copy_into(dst, src)
+    assert dst.tobytes() == want.tobytes(), what
+    assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), ("guards written",) + what
+
+
+# into_guarded in the SIMD children too (_simd_child puts this before their code)
+GUARDED_INTO = f"import numpy as np\nimport pylayout as pl\nSENT = {SENT}\n" + inspect.getsource(into_guarded)
+
+
 # Short rows (PL_ROWS units, plan.c): up to 64 bytes copied with inline
 # moves of 16, 8, 4 or 1 bytes, the last overlapping the one before; rows of
 # 64-512 bytes in units of at most 16 KiB prefetch the src rows of a later
@@ -210,7 +229,6 @@ SMALL_ROWS = [(np.uint8, d) for d in (1, 3, 5, 16, 17, 64, 100, 255, 512, 513)] 
 
 @pytest.mark.parametrize("dtype, d", SMALL_ROWS, ids=lambda v: v.__name__ if isinstance(v, type) else str(v))
 def test_small_rows_match_numpy(threads, dtype, d):
-    SENT = 0xA5
     rng = np.random.default_rng(d)
     isz = np.dtype(dtype).itemsize
     for heads, nbytes in ((3, 4000), (16, 1_500_000)):
@@ -226,12 +244,7 @@ def test_small_rows_match_numpy(threads, dtype, d):
                 got = pl.contiguous(torch.from_numpy(a).permute(perm))
                 assert got.numpy().tobytes() == want.tobytes(), ("contiguous", shape, perm)
                 for dst_off in (0, isz, 60 // isz * isz):  # bytes past a line
-                    raw = np.full(want.nbytes + 192, SENT, np.uint8)
-                    lo = (-raw.ctypes.data) % 64 + dst_off
-                    dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
-                    pl.copy_into(dst, view)
-                    assert dst.tobytes() == want.tobytes(), ("copy_into", shape, perm, dst_off)
-                    assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards written"
+                    into_guarded(view, want, dst_off, ("copy_into", shape, perm, dst_off))
 
 
 # Element groups: a dst-innermost dim contiguous in both, of 2, 4, 8 or 16
@@ -246,7 +259,6 @@ import numpy as np
 import torch
 import pylayout as pl
 
-SENT = 0xA5
 rng = np.random.default_rng(11)
 checked = 0
 groups = [(np.uint8, k) for k in (2, 4, 8, 16)] + [(np.float16, k) for k in (2, 4, 8)] + \
@@ -267,12 +279,7 @@ for threads in (1, 2):
                     got = pl.contiguous(torch.from_numpy(a).permute(perm))
                     assert got.numpy().tobytes() == want.tobytes(), ("contiguous", dtype, k, shape, perm)
                     for dst_off in (0, isz, 16, 60 // isz * isz):  # bytes past a line
-                        raw = np.full(want.nbytes + 192, SENT, np.uint8)
-                        lo = (-raw.ctypes.data) % 64 + dst_off
-                        dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
-                        pl.copy_into(dst, view)
-                        assert dst.tobytes() == want.tobytes(), ("copy_into", dtype, k, shape, threads, dst_off)
-                        assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards"
+                        into_guarded(view, want, dst_off, ("copy_into", dtype, k, shape, threads, dst_off))
                         checked += 1
 print("simd=" + pl.info()["simd"], "checked", checked)
 """
@@ -286,7 +293,8 @@ def _simd_child(code: str, path: str) -> str:
     import sys
 
     env = dict(os.environ, PYLAYOUT_SIMD=path, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run([sys.executable, "-c", GUARDED_INTO + code], capture_output=True, text=True, timeout=600,
+                          env=env)
     assert proc.returncode == 0, f"PYLAYOUT_SIMD={path}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     best = pl.info()["simd"]
     order = ["scalar", "sse2", "avx2", "avx512"]
@@ -313,7 +321,6 @@ import numpy as np
 import torch
 import pylayout as pl
 
-SENT = 0xA5
 rng = np.random.default_rng(13)
 checked = 0
 for threads in (1, 2):
@@ -331,12 +338,7 @@ for threads in (1, 2):
             got = pl.contiguous(torch.from_numpy(a).permute(0, 3, 1, 2))
             assert got.numpy().tobytes() == want.tobytes(), ("contiguous", dtype, c, threads)
             for dst_off in (0, isz):
-                raw = np.full(want.nbytes + 192, SENT, np.uint8)
-                lo = (-raw.ctypes.data) % 64 + dst_off
-                dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
-                pl.copy_into(dst, view)
-                assert dst.tobytes() == want.tobytes(), ("copy_into", dtype, c, threads, dst_off)
-                assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards written"
+                into_guarded(view, want, dst_off, ("copy_into", dtype, c, threads, dst_off))
                 checked += 1
 print("simd=" + pl.info()["simd"], "checked", checked)
 """
@@ -358,7 +360,6 @@ import numpy as np
 import torch
 import pylayout as pl
 
-SENT = 0xA5
 rng = np.random.default_rng(5)
 checked = 0
 for threads in (1, 2):
@@ -377,12 +378,8 @@ for threads in (1, 2):
                 assert got.is_contiguous() and tuple(got.shape) == want.shape
                 assert got.numpy().tobytes() == want.tobytes(), ("contiguous", shape, dtype, threads)
                 for dst_off in (0, isz, 60 // isz * isz):  # bytes past a line
-                    raw = np.full(want.nbytes + 192, SENT, np.uint8)
-                    lo = (-raw.ctypes.data) % 64 + dst_off
-                    dst = raw[lo:lo + want.nbytes].view(dtype).reshape(want.shape)
-                    pl.copy_into(dst, a.transpose(2, 3, 1, 4, 0))
-                    assert dst.tobytes() == want.tobytes(), ("copy_into", shape, dtype, threads, dst_off)
-                    assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), "guards written"
+                    into_guarded(a.transpose(2, 3, 1, 4, 0), want, dst_off, ("copy_into", shape, dtype, threads,
+                                                                              dst_off))
                     checked += 1
 print("simd=" + pl.info()["simd"], "checked", checked)
 """
