@@ -137,27 +137,18 @@ const DLPackExchangeAPI *_plext_exchange_api_of(core_state *state, PyTypeObject 
     return producer_of(state, tp, &info) < 0 ? NULL : info.api;
 }
 
-/* bool(getattr(x, name)): 1, 0, or -1 with an exception.  Runs Python. */
-static int attr_is_true(PyObject *x, PyObject *name)
+/* bool(r) of a new reference r, released: 1, 0, or -1 with an exception
+ * (r NULL: the call that made it failed).  Runs Python (r's __bool__). */
+static int truth_of(PyObject *r)
 {
-    PyObject *v = PyObject_GetAttr(x, name);
-    if (!v)
-        return -1;
-    int truth = PyObject_IsTrue(v);
-    Py_DECREF(v);
+    int truth = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
     return truth;
 }
 
-/* bool(x.method()): 1, 0, or -1 with an exception.  Runs Python. */
-static int method_is_true(PyObject *x, PyObject *method)
-{
-    PyObject *r = PyObject_CallMethodNoArgs(x, method);
-    if (!r)
-        return -1;
-    int truth = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    return truth;
-}
+/* bool(getattr(x, name)) and bool(x.method()): truth_of's answers. */
+static int attr_is_true(PyObject *x, PyObject *name) { return truth_of(PyObject_GetAttr(x, name)); }
+static int method_is_true(PyObject *x, PyObject *method) { return truth_of(PyObject_CallMethodNoArgs(x, method)); }
 
 /* Whether x is a functional tensor (torch's functionalization: torch.func.
  * functionalize, AOTAutograd): a wrapper whose values live in its base
@@ -168,10 +159,7 @@ static int torch_is_functional(core_state *state, PyObject *x)
 {
     if (!_plext_lazy_attr(&state->is_functional, "torch", "_is_functional_tensor"))
         return -1;
-    PyObject *r = PyObject_CallOneArg(state->is_functional, x);
-    int truth = r ? PyObject_IsTrue(r) : -1;
-    Py_XDECREF(r);
-    return truth;
+    return truth_of(PyObject_CallOneArg(state->is_functional, x));
 }
 
 static const char *const torch_refusals[] = {
@@ -590,9 +578,7 @@ static int torch_route(core_state *state, PyObject *x, unsigned *known, bool exh
     if (exhaustive) {
         if (!_plext_lazy_attr(&state->is_wrapped, "torch._C._functorch", "is_functorch_wrapped_tensor"))
             return -1;
-        PyObject *w = PyObject_CallOneArg(state->is_wrapped, x);
-        route = w ? PyObject_IsTrue(w) : -1;
-        Py_XDECREF(w);
+        route = truth_of(PyObject_CallOneArg(state->is_wrapped, x));
         if (route != 0)
             return route;
     }
