@@ -394,6 +394,12 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose {m}x{m} f32 into a buffer 16 B into a line",
                       lambda m=m: torch.randn(m, m).t(), pl.contiguous, lambda x: x.contiguous(),
                       np.ascontiguousarray, dst_off=16))
+    # 4-8 MB of float32 or float64, dst rows whole lines and not a power of two
+    # apart: cached tiles, source and result in L3 (plan.c's PL_STREAM_MIN_WIDE_BYTES)
+    for k, dt in ((1200, torch.float32), (800, torch.float64)):
+        cases.append(Case(f"2-D transpose {k}x{k} {str(dt)[6:]} (in L3)",
+                          lambda k=k, dt=dt: torch.randn(k, k, dtype=dt).t(),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # a float16 weight matrix: dst rows 2 KiB apart, a power of two (tile strips)
     cases.append(Case(f"2-D transpose {m}x{m} float16 (rows 2 KiB apart)",
                       lambda m=m: torch.randn(m, m, dtype=torch.float16).t(),

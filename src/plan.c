@@ -338,6 +338,26 @@ static enum pl_kind pl_choose_kind(int n, const int64_t *ss, const int64_t *ds, 
 
 /* ------------------------------------------------------ choose the kernel */
 
+/* Transposes of 4- and 8-byte elements whose dst rows start on lines keep
+ * cached stores up to this many bytes, past PL_STREAM_MIN_BYTES: the float
+ * tiles write dst from L2 and L3 faster than the streaming ones write it
+ * to memory, until source and output outgrow about half of L3.  Not where
+ * src or dst rows are a multiple of 2 KiB apart (PL_CROWDED_ROW_BYTES):
+ * their rows crowd a few L1 sets, and streaming stores, which bypass L1,
+ * win from 4 MiB.  Measured on the 2-core Zen 5 dev VM (32 MiB L3), n x n
+ * transposes, both buffers 16 bytes into a line, GB/s streamed / cached,
+ * median of 15 interleaved rounds, 1 thread and 2: float32 n=1040 (4.2
+ * MiB) 30.8 / 47.6 and 35.0 / 83.4; n=1200 30.2 / 40.5 and 36.1 / 80.2;
+ * n=1440 (7.9 MiB) 29.4 / 29.4 and 35.6 / 65.9; float64 n=800 30.9 /
+ * 39.0 and 36.5 / 75.7, n=1000 29.9 / 24.5 and 37.0 / 74.6; but float32
+ * n=1024 23.6 / 13.1 and 27.3 / 23.9 (rows 4 KiB apart).  Above it
+ * streaming wins: float32 n=1600 (9.8 MiB) 356 us streamed against 553
+ * cached, n=2000 700 against 1400.  1- and 2-byte elements stream from 4
+ * MiB: uint8 n=2400 cached 0.88x / 0.92x, float16 n=1600 0.80x at 1 thread;
+ * so do 16-byte ones (not measured). */
+#define PL_STREAM_MIN_WIDE_BYTES ((int64_t)8 * 1024 * 1024)
+#define PL_CROWDED_ROW_BYTES 2048
+
 /* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
  * doubles, 8-16 KiB per side.  Power-of-two leading dimensions are the
  * float tile kernels' business (PL_DEFINE_TILE_STRIPS in kernels.h: strips
@@ -377,7 +397,9 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     for (int d = 0; d < a; d++)
         lines &= ds[d] % PL_LINE_BYTES == 0;
     const int64_t head = (int64_t)((PL_LINE_BYTES - (uintptr_t)p->dst % PL_LINE_BYTES) % PL_LINE_BYTES);
-    const bool large = stream_bytes >= PL_STREAM_MIN_BYTES; /* the whole copy's bytes */
+    const bool crowded = p->ssa % PL_CROWDED_ROW_BYTES == 0 || p->dsb % PL_CROWDED_ROW_BYTES == 0;
+    const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
+    const bool large = stream_bytes >= (wide ? PL_STREAM_MIN_WIDE_BYTES : PL_STREAM_MIN_BYTES); /* the whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     if (line_rows && head != 0 && head % is == 0)
         return head;

@@ -239,7 +239,9 @@ START_TEST(test_transpose_small_edges) { check_both_thread_counts(small_edge_cas
 END_TEST
 
 /* Copies large enough (>= 4 MiB) for the streaming-store kernels, aligned
- * and misaligned, at both thread counts. */
+ * and misaligned, at both thread counts.  4- and 8-byte transposes with
+ * dst rows on lines stream from 8 MiB (PL_STREAM_MIN_WIDE_BYTES in plan.c):
+ * sq4 and sq8 stay under it (cached tiles), sq4w and sq8w go past it. */
 static void large_cases(void)
 {
     static const int64_t sq1[2] = {2048, 2113}, sq2[2] = {1472, 1475};
@@ -251,6 +253,9 @@ static void large_cases(void)
     check_perm(2, sq2, NULL, rev, 2);
     check_perm(2, sq4, NULL, rev, 4);
     check_perm(2, sq8, NULL, rev, 8);
+    static const int64_t sq4w[2] = {1440, 1488}, sq8w[2] = {1064, 1000}; /* rows of 90-133 lines */
+    check_perm(2, sq4w, NULL, rev, 4);
+    check_perm(2, sq8w, NULL, rev, 8);
     check_perm(4, nchw, NULL, nhwc, 4);
     static const int64_t ragged[3] = {70, 64, 960}; /* a = 70: a partial line per tile */
     static const int rperm[3] = {2, 1, 0};

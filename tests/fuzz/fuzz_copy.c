@@ -1081,7 +1081,7 @@ static void op_queries(reader *r)
     ft_free(&x);
 }
 
-/* Large inputs only: a dense permute of a big tensor (4-8 MiB, or 256 KiB-2 MiB), so that
+/* Large inputs only: a dense permute of a big tensor (4-12 MiB, or 256 KiB-2 MiB), so that
  * every kernel family runs at the sizes where it streams and goes parallel
  * tile transposes, thin (2-8 element) interleaves, row copies.  src is dense
  * in a fuzzed dim order, dst row-major; both start at fuzzed byte offsets
@@ -1092,11 +1092,12 @@ static void op_big_permute(reader *r)
     static const int64_t sizes[] = {2, 3, 4, 5, 8, 17, 27, 28, 64, 255, 1000, 4099};
     /* bit 7 of the first byte: a permute of 256 KiB - 2 MiB, below the
      * streaming threshold, for the cached tiles (their strips when dst rows
-     * lie a multiple of 1 KiB apart); else 4 - 8 MiB, past it */
+     * lie a multiple of 1 KiB apart); else 4 - 12 MiB, past it (and past
+     * 8 MiB, where 4- and 8-byte transposes with dst rows on lines stream) */
     const uint8_t first = u8(r);
     const bool cached = first & 0x80;
     const int64_t lo_bytes = cached ? (int64_t)256 << 10 : (int64_t)4 << 20;
-    const int64_t hi_bytes = cached ? (int64_t)2 << 20 : (int64_t)8 << 20;
+    const int64_t hi_bytes = cached ? (int64_t)2 << 20 : (int64_t)12 << 20;
     int ndim = 2 + first % 4;
     size_t is = (size_t)1 << (u8(r) % 4);
     int64_t shape[5], sstr[5], dstr[5];

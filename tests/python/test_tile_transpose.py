@@ -2,8 +2,8 @@
 
 2-D transposes (uint8, float16, float32, float64) and 5-D permutes of the
 (27,28,28,28,28).permute(2,3,1,4,0) kind, at 1 and 2 threads, small (cached
-tiles) and above the 4 MiB streaming threshold (the AVX-512 256-byte-run
-kernels), with ragged sizes, and into destinations off their cache lines (a
+tiles) and above the streaming threshold (4 MiB; 8 MiB for float32 and float64 with
+dst rows whole lines: the AVX-512 256-byte-run kernels), with ragged sizes, and into destinations off their cache lines (a
 view a few bytes into a larger buffer, whose other bytes must stay
 untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
 set: the path is chosen once, at import.  A path this CPU lacks runs the
@@ -90,6 +90,9 @@ def run():
               ((1500, 3001), np.uint8, None), ((5, 700, 1300), np.uint8, (0, 2, 1)),
               ((1300, 1040), np.float32, None), ((1100, 1001), np.float32, None),
               ((700, 808), np.float64, None), ((800, 733), np.float64, None),
+              # float32 / float64 with dst rows whole lines stream from 8 MiB
+              # (plan.c's PL_STREAM_MIN_WIDE_BYTES); under it they stay cached
+              ((1440, 1488), np.float32, None), ((1064, 1000), np.float64, None),
               # exactly 4 MiB: into a dst off its lines the first columns are
               # split off, and the rest, just under the threshold, still streams
               ((1024, 1024), np.float32, None), ((2048, 2048), np.uint8, None),
