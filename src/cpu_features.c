@@ -1,7 +1,8 @@
 /*
- * cpu_features.c - the one place that asks which CPU this is: feature
- * detection, the PYLAYOUT_SIMD cap, the kernel table every copy and pack
- * then uses, and the build facts pylayout_build_info reports.
+ * cpu_features.c - the one place that asks which instruction sets this CPU
+ * has (cache_size.c asks its L3 size): feature detection, the PYLAYOUT_SIMD
+ * cap, the kernel table every copy and pack then uses, and the build facts
+ * pylayout_build_info reports.
  *
  * Like libdeflate's lib/x86/cpu_features.c: kernels live in per-architecture
  * files (copy_x86.c, complex_x86.c) compiled with per-function target

@@ -23,4 +23,9 @@ unsigned _pylayout_cpu_features(void);
  * nothing).  The first call decides; thread-safe. */
 const _pylayout_kernels *_pylayout_kernels_get(void);
 
+/* Bytes of the last-level (L3) cache the calling CPU shares with its
+ * neighbours, from Linux's /sys/devices/system/cpu/cpu0/cache; 0 where
+ * unknown (another OS, no sysfs).  Read once; thread-safe. */
+int64_t _pylayout_l3_bytes(void);
+
 #endif /* PYLAYOUT_CPU_FEATURES_H */

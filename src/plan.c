@@ -339,9 +339,11 @@ static enum pl_kind pl_choose_kind(int n, const int64_t *ss, const int64_t *ds, 
 /* ------------------------------------------------------ choose the kernel */
 
 /* Transposes of 4- and 8-byte elements whose dst rows start on lines keep
- * cached stores up to this many bytes, past PL_STREAM_MIN_BYTES: the float
- * tiles write dst from L2 and L3 faster than the streaming ones write it
- * to memory, until source and output outgrow about half of L3.  Not where
+ * cached stores past PL_STREAM_MIN_BYTES, up to a quarter of L3 and at most
+ * this many bytes (pl_stream_min_wide_bytes; with L3 unknown, or 16 MiB or
+ * less, they stream from PL_STREAM_MIN_BYTES as before): the float tiles
+ * write dst from L2 and L3 faster than the streaming ones write it to
+ * memory, until source and output outgrow about half of L3.  Not where
  * src or dst rows are a multiple of 2 KiB apart (PL_CROWDED_ROW_BYTES):
  * their rows crowd a few L1 sets, and streaming stores, which bypass L1,
  * win from 4 MiB.  Measured on the 2-core Zen 5 dev VM (32 MiB L3), n x n
@@ -354,9 +356,18 @@ static enum pl_kind pl_choose_kind(int n, const int64_t *ss, const int64_t *ds, 
  * streaming wins: float32 n=1600 (9.8 MiB) 356 us streamed against 553
  * cached, n=2000 700 against 1400.  1- and 2-byte elements stream from 4
  * MiB: uint8 n=2400 cached 0.88x / 0.92x, float16 n=1600 0.80x at 1 thread;
- * so do 16-byte ones (not measured). */
+ * so do 16-byte ones: complex128 n=600-700 cached 0.88-1.14x at 1 thread,
+ * 0.72-0.88x at 2. */
 #define PL_STREAM_MIN_WIDE_BYTES ((int64_t)8 * 1024 * 1024)
 #define PL_CROWDED_ROW_BYTES 2048
+
+static int64_t pl_stream_min_wide_bytes(void)
+{
+    const int64_t quarter_l3 = _pylayout_l3_bytes() / 4; /* 0 where unknown: stream from PL_STREAM_MIN_BYTES */
+    return quarter_l3 < PL_STREAM_MIN_BYTES ? PL_STREAM_MIN_BYTES
+           : quarter_l3 > PL_STREAM_MIN_WIDE_BYTES ? PL_STREAM_MIN_WIDE_BYTES
+                                                   : quarter_l3;
+}
 
 /* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
  * doubles, 8-16 KiB per side.  Power-of-two leading dimensions are the
@@ -399,7 +410,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const int64_t head = (int64_t)((PL_LINE_BYTES - (uintptr_t)p->dst % PL_LINE_BYTES) % PL_LINE_BYTES);
     const bool crowded = p->ssa % PL_CROWDED_ROW_BYTES == 0 || p->dsb % PL_CROWDED_ROW_BYTES == 0;
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
-    const bool large = stream_bytes >= (wide ? PL_STREAM_MIN_WIDE_BYTES : PL_STREAM_MIN_BYTES); /* the whole copy */
+    const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     if (line_rows && head != 0 && head % is == 0)
         return head;

@@ -19,6 +19,13 @@
 
 #include "check_util.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The L3 size plan.c reads (pl_l3_detect, _pylayout_l3_bytes), compiled
+ * into this test so its sysfs parsing can run on a made-up tree. */
+#include "../../src/cache_size.c"
+
 extern char **environ;
 
 /* This executable, for tests that run part of it again in a fresh process:
@@ -794,6 +801,69 @@ START_TEST(test_build_info)
 }
 END_TEST
 
+/* A made-up cache folder: index<i>/level and index<i>/size files. */
+static void write_cache_file(const char *root, int index, const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/index%d", root, index);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/index%d/%s", root, index, name);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void remove_cache_tree(const char *root, int nindex)
+{
+    char path[256];
+    for (int i = 0; i < nindex; i++) {
+        snprintf(path, sizeof path, "%s/index%d/level", root, i);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/index%d/size", root, i);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/index%d", root, i);
+        rmdir(path);
+    }
+    rmdir(root);
+}
+
+/* The L3 size behind plan.c's streaming threshold for 4- and 8-byte
+ * transposes: found among the levels, its K / M suffix applied, 0 (the
+ * plain threshold) for a missing tree, no level 3, garbage or a size that
+ * would overflow; _pylayout_l3_bytes reads this machine's once. */
+START_TEST(test_l3_size_from_sysfs)
+{
+    char root[] = "/tmp/pylayout-cache-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(root));
+    const char *levels[] = {"1\n", "1\n", "2\n", "3\n"}, *sizes[] = {"48K\n", "32K\n", "1024K\n", "32768K\n"};
+    for (int i = 0; i < 4; i++) {
+        write_cache_file(root, i, "level", levels[i]);
+        write_cache_file(root, i, "size", sizes[i]);
+    }
+    ck_assert_int_eq(pl_l3_detect(root), (int64_t)32 << 20);
+    write_cache_file(root, 3, "size", "2M\n");
+    ck_assert_int_eq(pl_l3_detect(root), (int64_t)2 << 20);
+    write_cache_file(root, 3, "size", "4096\n");
+    ck_assert_int_eq(pl_l3_detect(root), 4096);
+    write_cache_file(root, 3, "size", "99999999999999999999K\n");
+    ck_assert_int_eq(pl_l3_detect(root), 0);
+    write_cache_file(root, 3, "size", "large\n");
+    ck_assert_int_eq(pl_l3_detect(root), 0);
+    write_cache_file(root, 3, "level", "2\n"); /* no level 3 */
+    ck_assert_int_eq(pl_l3_detect(root), 0);
+    write_cache_file(root, 3, "level", "x\n");
+    ck_assert_int_eq(pl_l3_detect(root), 0);
+    remove_cache_tree(root, 4);
+    ck_assert_int_eq(pl_l3_detect(root), 0); /* no tree at all */
+
+    const int64_t here = _pylayout_l3_bytes();
+    ck_assert_int_ge(here, 0);
+    ck_assert_int_eq(_pylayout_l3_bytes(), here);
+    ck_assert_int_eq(pl_l3_detect("/sys/devices/system/cpu/cpu0/cache"), here);
+}
+END_TEST
+
 /* ------------------------------------------------- randomized vs ref */
 
 /* One random layout pair: ndim 0..6, sizes 0..7 with a few large dims so
@@ -960,7 +1030,7 @@ static Suite *copy_suite(void)
               TEST(test_error_dst_overlaps_itself), TEST(test_error_dst_aliases_src)),
         TCASE("errors_args", TEST(test_error_device), TEST(test_error_null_args)),
         TCASE("convert", TEST(test_convert_formats), TEST(test_convert_order)),
-        TCASE("threads_info", TEST(test_threads), TEST(test_build_info), TEST(test_threads_clamped_and_warned_once)),
+        TCASE("threads_info", TEST(test_threads), TEST(test_build_info), TEST(test_l3_size_from_sysfs), TEST(test_threads_clamped_and_warned_once)),
         TCASE("random", TEST(test_random_vs_reference), TEST(test_random_parallel_chunks)),
         TCASE("element_sizes", LOOP(test_element_sizes, 5)),
     };
