@@ -15,6 +15,7 @@ import random
 import pytest
 
 import pylayout as pl
+from _simd_children import PATHS, expected_path, run_child
 from conftest import inverse_permutation, same_bits, torch_layouts
 
 torch = pytest.importorskip("torch", reason="torch is the oracle for layout conversions")
@@ -211,7 +212,7 @@ def into_guarded(src, want, dst_off, what):
     assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), ("guards written",) + what
 
 
-# into_guarded in the SIMD children too (_simd_child puts this before their code)
+# into_guarded in the SIMD children too (_check_in_simd_child puts this before their code)
 GUARDED_INTO = f"import numpy as np\nimport pylayout as pl\nSENT = {SENT}\n" + inspect.getsource(into_guarded)
 
 
@@ -285,31 +286,18 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 """
 
 
-def _simd_child(code: str, path: str) -> str:
-    """Runs `code` in a child with PYLAYOUT_SIMD=path (chosen at import) and
-    checks that the path it got is the one asked for, or the best below it."""
-    import os
-    import subprocess
-    import sys
-
-    env = dict(os.environ, PYLAYOUT_SIMD=path, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    proc = subprocess.run([sys.executable, "-c", GUARDED_INTO + code], capture_output=True, text=True, timeout=600,
-                          env=env)
-    assert proc.returncode == 0, f"PYLAYOUT_SIMD={path}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    best = pl.info()["simd"]
-    order = ["scalar", "sse2", "avx2", "avx512"]
-    if best not in order:  # not x86: every path asked for runs the portable kernels or the best one
-        expect = "scalar" if path == "scalar" else best
-    else:
-        expect = path if order.index(path) <= order.index(best) else best
-    assert f"simd={expect} " in proc.stdout, proc.stdout
-    return proc.stdout
+def _check_in_simd_child(code: str, path: str, cases: int) -> None:
+    """Runs `code` (with into_guarded) in a child under PYLAYOUT_SIMD=path,
+    chosen at import: it must get that path, or the best this CPU has, and
+    check `cases` copies."""
+    out = run_child(GUARDED_INTO + code, path, "torch", 600)
+    assert f"simd={expected_path(path)} " in out, out
+    assert f"checked {cases}" in out, out
 
 
-@pytest.mark.parametrize("path", ["scalar", "sse2", "avx2", "avx512"])
+@pytest.mark.parametrize("path", PATHS)
 def test_element_groups_on_every_simd_path(path):
-    out = _simd_child(GROUPS_CHILD, path)
-    assert "checked 528" in out, out
+    _check_in_simd_child(GROUPS_CHILD, path, 528)
 
 
 # Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
@@ -344,10 +332,9 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 """
 
 
-@pytest.mark.parametrize("path", ["scalar", "sse2", "avx2", "avx512"])
+@pytest.mark.parametrize("path", PATHS)
 def test_streamed_tiles_thinner_than_a_block(path):
-    out = _simd_child(THIN_B_CHILD, path)
-    assert "checked 36" in out, out
+    _check_in_simd_child(THIN_B_CHILD, path, 36)
 
 
 # The (27,28,28,28,28).permute(2,3,1,4,0) family above the 4 MiB streaming
@@ -385,7 +372,6 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 """
 
 
-@pytest.mark.parametrize("path", ["scalar", "sse2", "avx2", "avx512"])
+@pytest.mark.parametrize("path", PATHS)
 def test_permute_5d_streamed_tiles_on_every_simd_path(path):
-    out = _simd_child(PERMUTE_5D_CHILD, path)
-    assert "checked 120" in out, out
+    _check_in_simd_child(PERMUTE_5D_CHILD, path, 120)
