@@ -420,6 +420,14 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"{what} transposed {shp} {str(dt)[6:]} by (1, 0, 2)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # transposes of groups: a contiguous innermost dim of 32 bytes or more,
+    # rows far apart in src, above 4 MiB read in src order and streamed
+    # (plan.c's pl_group_streams)
+    m = 1024 // s
+    for shp in ((m, m, 16), (2 * m, 2 * m, 8)):
+        cases.append(Case(f"groups of {shp[2] * 4} B transposed {shp} f32 by (1, 0, 2)",
+                          lambda shp=shp: torch.randn(*shp).permute(1, 0, 2),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
                       lambda shp=shp: torch.randn(*shp)[..., ::2],

@@ -217,6 +217,35 @@ static inline __m128i pl_loadu_si128(const void *p) { return _mm_loadu_si128((co
 static inline void pl_stream_si128v(void *p, __m128i v) { _mm_stream_si128((__m128i *)p, v); }
 PL_DEFINE_STREAM_COPY(pl_stream_copy_sse2, PL_SSE2, __m128i, pl_loadu_si128, pl_stream_si128v)
 
+/* Group transposes with streaming stores (see _pylayout_group_stream_fn):
+ * each group in vectors of W bytes where g, dst and dsb allow, else through
+ * NARROW: narrower vectors, and in the end cached copies (pl_group_copy). */
+#define PL_DEFINE_GROUP_STREAM(NAME, ATTR, VEC, LOADU, STREAM, NARROW)                                  \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb,  \
+                          int64_t g)                                                                     \
+    {                                                                                                    \
+        enum { W = (int)sizeof(VEC) };                                                                   \
+        if ((g | dsb | (int64_t)(uintptr_t)dst) % W != 0) {                                             \
+            NARROW(src, ssa, dst, dsb, na, nb, g);                                                       \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t j = 0; j < nb; j++) {                                                               \
+            char *d = dst + j * dsb;                                                                     \
+            const char *s = src + j * g;                                                                 \
+            for (int64_t i = 0; i < na; i++, d += g)                                                     \
+                for (int64_t o = 0; o < g; o += W)                                                       \
+                    STREAM((void *)(d + o), LOADU((const void *)(s + i * ssa + o)));                     \
+        }                                                                                                \
+    }
+
+static void pl_group_copy(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb, int64_t g)
+{
+    for (int64_t j = 0; j < nb; j++)
+        for (int64_t i = 0; i < na; i++)
+            memcpy(dst + j * dsb + i * g, src + i * ssa + j * g, (size_t)g);
+}
+PL_DEFINE_GROUP_STREAM(pl_group_stream_sse2, PL_SSE2, __m128i, pl_loadu_si128, pl_stream_si128v, pl_group_copy)
+
 /* Complex packing has no SSE2 kernels: the portable loops. */
 const _pylayout_kernels _pylayout_kernels_sse2 = {
     .name = "sse2",
@@ -235,6 +264,7 @@ const _pylayout_kernels _pylayout_kernels_sse2 = {
         [PL_SIZE16] = pl_stile16_sse2,
     },
     .stream_copy = pl_stream_copy_sse2,
+    .group_stream = pl_group_stream_sse2,
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pl_pack_4, [PL_SIZE8] = _pl_pack_8},
     .unpack = {[PL_SIZE2] = _pl_unpack_2, [PL_SIZE4] = _pl_unpack_4, [PL_SIZE8] = _pl_unpack_8},
     .fence = pl_sfence,
@@ -477,6 +507,8 @@ PL_DEFINE_GATHER2(pl_gather2_4_avx2, 4, pl_evens_epi32)
 PL_DEFINE_GATHER2(pl_gather2_8_avx2, 8, pl_evens_epi64)
 
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_stream_si256v)
+PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, pl_stream_si256v,
+                       pl_group_stream_sse2)
 
 /* The AVX2 cached tiles, gathers and complex interleaves; shared with the
  * AVX-512 table, which has its own streaming kernels and 4-byte tile. */
@@ -516,6 +548,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
         [PL_SIZE8] = pl_gather2_8_avx2_stream,
     },
     .stream_copy = pl_stream_copy_avx2,
+    .group_stream = pl_group_stream_avx2,
     PL_AVX2_COMPLEX,
     .fence = pl_sfence,
     .thin = &_pylayout_thin_avx2,
@@ -560,6 +593,8 @@ PL_DEFINE_GATHER2_512(pl_gather2_2_avx512_stream, 2, pl_evens512_epi16)
 PL_DEFINE_GATHER2_512(pl_gather2_4_avx512_stream, 4, pl_evens512_epi32)
 PL_DEFINE_GATHER2_512(pl_gather2_8_avx512_stream, 8, pl_evens512_epi64)
 PL_DEFINE_STREAM_COPY(pl_stream_copy_avx512, PL_AVX512, __m512i, pl_loadu_si512, pl_stream_si512v)
+PL_DEFINE_GROUP_STREAM(pl_group_stream_avx512, PL_AVX512, __m512i, pl_loadu_si512, pl_stream_si512v,
+                       pl_group_stream_avx2)
 
 /* ---- 1-byte transposes on 64-byte vectors ----
  *
@@ -881,6 +916,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
         [PL_SIZE8] = pl_gather2_8_avx512_stream,
     },
     .stream_copy = pl_stream_copy_avx512,
+    .group_stream = pl_group_stream_avx512,
     PL_AVX2_COMPLEX,
     .fence = pl_sfence,
     .thin = &_pylayout_thin_avx2,

@@ -52,6 +52,16 @@ typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
 
+/* A transpose of g-byte groups with streaming stores: for i < na, j < nb,
+ * the g bytes at src + i * ssa + j * g go to dst + j * dsb + i * g (a
+ * group is a short row that both tensors hold contiguous: the last dim of
+ * (1024,1024,16) float32 permuted by (1,0,2)).  Reads src row by row, in
+ * order; dst row j's na groups are written back to back, 16 bytes or more
+ * per streaming store, so a unit whose rows' groups cover whole lines
+ * writes those lines whole.  Needs g, dst and dsb to be multiples of 16. */
+typedef void (*_pylayout_group_stream_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
+                                          int64_t nb, int64_t g);
+
 /* Complex (un)interleaving over complex elements [k0, k1) of dense arrays:
  * pack writes z[2k] = re[k], z[2k+1] = im[k]; unpack the reverse.  Element
  * moves go through memcpy or unaligned vector loads and stores: NumPy hands
@@ -106,6 +116,8 @@ typedef struct _pylayout_kernels {
     _pylayout_gather2_fn gather2_stream[PL_NSIZES];
     /* Buffer-to-memory streaming copy. */
     _pylayout_stream_copy_fn stream_copy;
+    /* Transposes of groups of 32 bytes or more, streaming. */
+    _pylayout_group_stream_fn group_stream;
     /* Complex packing per size of one real part (2, 4 or 8 bytes). */
     _pylayout_interleave_fn pack[PL_NSIZES];
     /* pack with streaming stores to z; z + 2 * size * k0 must be 32-byte

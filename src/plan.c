@@ -11,8 +11,9 @@
  *        STRIDED    anything else (broadcast sources, strided dsts);
  *   2. choose the kernels and unit sizes (pl_choose_transpose,
  *      pl_choose_rows): SIMD tile transposes or step-2 gathers from the
- *      table cpu_features.c picked, streaming variants for large copies, or
- *      the portable 2-D loop;
+ *      table cpu_features.c picked, streaming variants for large copies
+ *      (among them transposes of groups, short rows as elements:
+ *      pl_group_streams), or the portable 2-D loop;
  *   3. build the loops (pl_build_loops): the dims left over, outermost
  *      first, then the tile indices of b and a;
  *   4. run them (pl_run): serially, or cut into contiguous ranges of units
@@ -145,6 +146,7 @@ typedef struct pl_plan {
     _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE, set only when each unit's dst is one block */
     int64_t pf_dist;                      /* stream_out, ROWS: src bytes ahead to prefetch each row, or 0 */
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
+    _pylayout_group_stream_fn group_stream; /* TRANSPOSE of groups (itemsize > 16) */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     void (*fence)(void);                  /* set when a kernel above streams */
     _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
@@ -213,6 +215,10 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             memcpy(d + j * p->dsb, s + j * p->ssb, (size_t)na * p->itemsize);
         return;
     case PL_TRANSPOSE:
+        if (p->group_stream != NULL) {
+            p->group_stream(s, p->ssa, d, p->dsb, na, nb, (int64_t)p->itemsize);
+            return;
+        }
         if (p->stream_out != NULL) {
             /* one tile spans a (ta == na) and dsb == na * itemsize, so the
              * unit's dst is one block: build it in L1, then stream it */
@@ -338,6 +344,53 @@ static enum pl_kind pl_choose_kind(int n, const int64_t *ss, const int64_t *ds, 
 
 /* ------------------------------------------------------ choose the kernel */
 
+/* How many consecutive groups of g bytes end on a line boundary when the
+ * first starts on one: 64 / gcd(g, 64), for g a multiple of 16. */
+static int64_t pl_group_rows(int64_t g)
+{
+    int64_t r = 1;
+    while ((g * r) % PL_LINE_BYTES != 0)
+        r *= 2;
+    return r;
+}
+
+/* Transposes of groups.  A dst-innermost dim contiguous in both tensors
+ * whose g bytes are more than one SIMD element (g > 16) is a row of every
+ * copy that keeps the last dim last: (1024,1024,16) float32 by (1,0,2),
+ * the attention permute (B,H,S,D) -> (B,S,H,D), an NHWC image with H and W
+ * swapped.  When such rows lie far apart in src along dst's next dim,
+ * ROWS units (dst order) read each row from a different src page, and the
+ * cached stores read every dst line before writing it.  Above
+ * PL_STREAM_MIN_BYTES the copy is instead a transpose of g-byte elements:
+ * the group_stream kernel reads a few src rows in order and writes each
+ * group with streaming stores, units of pl_group_rows(g) src rows or more,
+ * at least PL_STREAM_RUN_BYTES of each dst row (runs of 64 bytes per dst
+ * row stream at a third of the speed, as in the tiles).  Needs g, dst and
+ * dst's row step multiples of 16 (the smallest streaming store).
+ * Measured on the 2-core dev VM, float32, torch tensors (dst on a line),
+ * GB/s, ROWS / groups, median of 5 interleaved rounds, 1 thread and 2 (memcpy
+ * of the same bytes: 18-21 and 21-41; glibc's memcpy does not stream here,
+ * as it sizes its threshold from sysconf's L3, 384 MiB on this VM):
+ *   (1024,1024,16) by (1,0,2), g = 64: 5.8 / 17.1 and 11.8 / 23.1;
+ *   (2048,2048,8), g = 32: 4.0 / 16.3 and 7.8 / 27.4;
+ *   (2048,1024,12), g = 48: 4.9 / 14.6 and 9.6 / 28.4;
+ *   (256,256,256), g = 1 KiB: 13.3 / 25.7 and 21.6 / 30.5;
+ *   (4,12,2048,64) by (0,2,1,3): 18.9 / 39.5 and 20.1 / 40.1;
+ *   (64,224,224,16) by (0,2,1,3) (rows 14 KiB apart, which ROWS units
+ *   prefetch): 14.8 / 14.3 and 29.4 / 28.0;
+ *   dst 16 bytes into a line (NumPy's large buffers): (1024,1024,16) 6.0 /
+ *   23.1 and 11.3 / 23.1; (64,224,224,16) 14.7 / 17.3 and 17.1 / 23.2.
+ * Units of 64-byte runs per dst row: (1024,1024,16) 11.4 against 17.1. */
+static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *ss, const int64_t *ds, int64_t g,
+                             const char *dst, int64_t bytes)
+{
+    if (n < 3 || g <= 16 || g % 16 != 0 || k->group_stream == NULL || bytes < PL_STREAM_MIN_BYTES ||
+        (uintptr_t)dst % 16 != 0 || ds[n - 2] != g)
+        return false;
+    int b; /* the folded copy's: a transpose whose groups are contiguous along b in src */
+    return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE && ss[b] == g && ds[b] % 16 == 0;
+}
+
 /* Transposes of 4- and 8-byte elements whose dst rows start on lines keep
  * cached stores past PL_STREAM_MIN_BYTES, up to a quarter of L3 and at most
  * this many bytes (pl_stream_min_wide_bytes; with L3 unknown, or 16 MiB or
@@ -400,6 +453,16 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     p->ta = pl_min(p->na, t);
     p->tb = pl_min(p->nb, pl_max(t, t * t / p->ta)); /* thin a: longer b strips */
     const int lg = _pl_size_index(p->itemsize);
+    if (is > 16) { /* groups, which pl_group_streams sent here */
+        if (k->group_stream == NULL || p->dsa != is || p->ssb != is)
+            return 0; /* the portable 2-D loop */
+        p->group_stream = k->group_stream;
+        p->fence = k->fence;
+        const int64_t r = pl_group_rows(is);
+        p->ta = pl_min(p->na, pl_max(r, pl_ceil_div(PL_STREAM_RUN_BYTES, is * r) * r));
+        p->tb = pl_min(p->nb, pl_max(1, PL_CHUNK_MAX_BYTES / (p->ta * is))); /* units of a chunk at most */
+        return 0;
+    }
     if (lg < 0 || p->dsa != is || p->ssb != is)
         return 0; /* the portable 2-D loop */
     p->tile = k->tile[lg];
@@ -654,6 +717,14 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes);
         return;
     }
+    /* Longer ones are one element where that makes the copy a streamed
+     * transpose of groups (pl_group_streams). */
+    const _pylayout_kernels *k = _pylayout_kernels_get();
+    if (ss[n - 1] == (int64_t)itemsize && ds[n - 1] == (int64_t)itemsize &&
+        pl_group_streams(k, n, ss, ds, group, dst, stream_bytes)) {
+        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes);
+        return;
+    }
 
     /* The scalars zeroed by a copy of a zero plan: a memset of their 152
      * bytes compiles to rep stos (GCC 12, -O2), whose start-up was a tenth
@@ -674,7 +745,6 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     p.ssb = b >= 0 ? ss[b] : 0;
     p.dsb = b >= 0 ? ds[b] : 0;
 
-    const _pylayout_kernels *k = _pylayout_kernels_get();
     if (p.kind == PL_TRANSPOSE && pl_choose_thin(&p, k)) {
         /* a thin transpose: kernels and units chosen */
     } else if (p.kind != PL_TRANSPOSE) {

@@ -1083,7 +1083,8 @@ static void op_queries(reader *r)
 
 /* Large inputs only: a dense permute of a big tensor (4-12 MiB, or 256 KiB-2 MiB), so that
  * every kernel family runs at the sizes where it streams and goes parallel
- * tile transposes, thin (2-8 element) interleaves, row copies.  src is dense
+ * tile transposes, thin (2-8 element) interleaves, row copies, transposes of
+ * groups.  src is dense
  * in a fuzzed dim order, dst row-major; both start at fuzzed byte offsets
  * (not on cache lines) inside exactly sized buffers, dst's slack filled with
  * a sentinel.  Every element and every slack byte is checked. */
@@ -1107,7 +1108,11 @@ static void op_big_permute(reader *r)
         shape[d] = b < 160 ? sizes[b % (sizeof sizes / sizeof sizes[0])] : 1 + b % 97;
         perm[d] = d;
     }
-    for (int d = ndim - 1; d > 0; d--) { /* Fisher-Yates from the input */
+    /* bit 6: the last dim stays last, contiguous in both (a row of every
+     * copy; 32 bytes or more, a multiple of 16, with dst 16-byte aligned:
+     * the streamed transposes of groups) */
+    const int last = (first & 0x40) ? ndim - 2 : ndim - 1;
+    for (int d = last; d > 0; d--) { /* Fisher-Yates from the input */
         int j = u8(r) % (d + 1), t = perm[d];
         perm[d] = perm[j];
         perm[j] = t;

@@ -300,6 +300,53 @@ def test_element_groups_on_every_simd_path(path):
     _check_in_simd_child(GROUPS_CHILD, path, 528)
 
 
+# Transposes of groups (plan.c's pl_group_streams): a last dim contiguous in
+# both, of 32 bytes or more and a multiple of 16, whose rows lie far apart in
+# src, above 4 MiB, is a transpose of those groups as elements, read in src
+# order and written with streaming stores (the group_stream kernels).  Groups
+# of 32 to 256 bytes from every element size, the attention-head permute,
+# 24-byte groups (which stay row copies), checked against NumPy and torch's
+# own .contiguous(), dst on a line, 16 and 48 bytes past it, and past it by
+# an amount no 16-byte store fits; 1 and 2 threads, every SIMD path.
+WIDE_GROUPS_CHILD = r"""
+import numpy as np
+import torch
+import pylayout as pl
+
+rng = np.random.default_rng(17)
+checked = 0
+groups = [(np.uint8, 32), (np.uint8, 64), (np.float16, 24), (np.float32, 8), (np.float32, 16), (np.float32, 20),
+          (np.float64, 32), (np.complex128, 2), (np.complex128, 5), (np.float32, 6)]
+cases = []
+for dtype, k in groups:
+    isz = np.dtype(dtype).itemsize
+    rows = 301
+    cols = 4_300_000 // (rows * k * isz) + 1
+    cases.append((dtype, (rows, cols, k), (1, 0, 2)))
+cases += [(np.float32, (2, 12, 720, 64), (0, 2, 1, 3)), (np.float16, (2, 12, 1440, 64), (0, 2, 1, 3))]
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, shape, perm in cases:
+        isz = np.dtype(dtype).itemsize
+        a = rng.integers(0, 256, int(np.prod(shape)) * isz, dtype=np.uint8).view(dtype).reshape(shape)
+        view = a.transpose(perm)
+        want = np.ascontiguousarray(view)
+        t = torch.from_numpy(a).permute(perm)
+        got = pl.contiguous(t)
+        assert got.is_contiguous() and got.numpy().tobytes() == want.tobytes(), ("contiguous", dtype, shape)
+        assert got.numpy().tobytes() == t.contiguous().numpy().tobytes(), ("torch", dtype, shape)
+        for dst_off in (0, 16, 48, isz if isz % 16 else 8):  # bytes past a line
+            into_guarded(view, want, dst_off, ("copy_into", dtype, shape, threads, dst_off))
+            checked += 1
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_group_transposes_on_every_simd_path(path):
+    _check_in_simd_child(WIDE_GROUPS_CHILD, path, 96)
+
+
 # Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
 # with fewer channels than the block's rows (9-31 float16, 9-15 float32,
 # 5-7 float64) go to the AVX2 streaming tile (copy_x86.c), above 4 MiB,
