@@ -321,7 +321,36 @@ static void permute_5d_large_cases(void)
     check_perm(5, inv, perm, NULL, 4);
 }
 
+/* Row copies of at least this machine's L3 (plan.c's pl_rows_stream):
+ * rows of whole lines on lines, dense and every other one of src (streamed
+ * stores), rows of 1040 bytes with dst 16 bytes into a line (streamed, the
+ * ends of each row cached), and rows of whole lines with dst off its lines
+ * (cached).  Where sysfs gives no L3 size nothing streams, and the copies
+ * only check the cached path. */
+static void rows_past_l3_cases(void)
+{
+    const int64_t l3 = _pylayout_l3_bytes();
+    const int64_t bytes = (l3 > 0 && l3 <= ((int64_t)256 << 20) ? l3 : (int64_t)4 << 20) + ((int64_t)1 << 20);
+    static const int every_other[2] = {2, 1};
+    unsigned seed = 5;
+    const struct {
+        int64_t cols;
+        const int *steps;
+        size_t doff;
+    } cases[] = {{64, NULL, 0}, {64, every_other, 0}, {260, NULL, 16}, {64, NULL, 16}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t shape[2] = {bytes / (cases[c].cols * 4) + 1, cases[c].cols};
+        tens s, d;
+        tens_make(&s, 2, shape, NULL, cases[c].steps, NULL, NULL, 4, 0, -1, &seed);
+        tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, 4, cases[c].doff, SENTINEL, &seed);
+        check_and_free(&s, &d);
+    }
+}
+
 START_TEST(test_transpose_large) { check_both_thread_counts(large_cases); }
+END_TEST
+
+START_TEST(test_rows_past_l3) { check_both_thread_counts(rows_past_l3_cases); }
 END_TEST
 
 START_TEST(test_transpose_buffered_stream) { check_both_thread_counts(buffered_stream_cases); }
@@ -1018,7 +1047,7 @@ static Suite *copy_suite(void)
 {
     const tcase_spec cases[] = {
         TCASE("identity", TEST(test_identity), TEST(test_identity_null_strides)),
-        TCASE("transpose_2d", TEST(test_transpose_2d), TEST(test_transpose_large), TEST(test_transpose_small_edges),
+        TCASE("transpose_2d", TEST(test_transpose_2d), TEST(test_transpose_large), TEST(test_rows_past_l3), TEST(test_transpose_small_edges),
               TEST(test_transpose_buffered_stream), TEST(test_permute_5d_large)),
         TCASE("permutations", TEST(test_permutations_3d_4d), TEST(test_permutations_6d)),
         TCASE("broadcast", TEST(test_broadcast)),

@@ -248,6 +248,22 @@ def test_small_rows_match_numpy(threads, dtype, d):
                     into_guarded(view, want, dst_off, ("copy_into", shape, perm, dst_off))
 
 
+# Row copies of 40 MB, past this machine's 32 MiB L3 (plan.c's
+# pl_rows_stream): streamed where the rows are whole lines on lines or long,
+# cached otherwise.  An identity copy, every other row, rows of 256 and 1040
+# bytes, dst on a line and 16 bytes past it.
+@pytest.mark.parametrize("cols, step", [(40 << 20 >> 2, 1), (64, 1), (64, 2), (260, 1)])
+def test_rows_past_l3_match_numpy(threads, cols, step):
+    rows = (40 << 20) // (4 * cols)
+    base = np.random.default_rng(cols + step).standard_normal((rows * step, cols), dtype=np.float32)
+    view = base[::step]
+    want = np.ascontiguousarray(view)
+    got = pl.contiguous(torch.from_numpy(base)[::step])
+    assert got.numpy().tobytes() == want.tobytes()
+    for dst_off in (0, 16):
+        into_guarded(view, want, dst_off, ("copy_into", cols, step, dst_off))
+
+
 # Element groups: a dst-innermost dim contiguous in both, of 2, 4, 8 or 16
 # bytes, is copied as one element of that size (plan.c): (n,m,2) float32 by
 # (1,0,2) is a 2-D transpose of 8-byte elements, through the tile kernels,
