@@ -354,6 +354,15 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"NHWC->NCHW float16 C=5 {hwc8}",
                       lambda hwc=hwc8: torch.randn(*hwc, dtype=torch.float16).permute(0, 3, 1, 2),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # 9-15 channels (multispectral bands): AVX-512's thin-side blocks
+    shp12 = (shp8[0], 12, 224, 224)
+    cases.append(Case(f"NCHW->NHWC C=12 u8 {shp12}",
+                      lambda shp=shp12: torch.randint(0, 256, shp, dtype=torch.uint8), to_nhwc, torch_to_nhwc,
+                      np_to_nhwc))
+    hwc12 = (shp8[0], 224, 224, 12)
+    cases.append(Case(f"NHWC->NCHW C=12 u8 {hwc12}",
+                      lambda hwc=hwc12: torch.randint(0, 256, hwc, dtype=torch.uint8).permute(0, 3, 1, 2),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 8 // s), 64, 32, 56, 56)
     cases.append(Case(f"NCDHW->channels_last_3d f32 {shp}", nchw(shp),
                       lambda x: pl.contiguous(x, cl3),

@@ -154,6 +154,32 @@ START_TEST(test_u8_ragged)
 }
 END_TEST
 
+/* uint8 transposes with one side of 9-15 and the other of 16 or more:
+ * the AVX-512 thin-side blocks (copy_x86.c's pl_tile1_thin_side_avx512),
+ * both ways round, below and above the streaming threshold (cached tiles,
+ * and the streaming tile that hands them over), long sides that end
+ * mid-block, src rows 3 bytes apart (overlapping: every row read with a
+ * masked load), and the other paths' tiles on the same cases. */
+START_TEST(test_u8_thin_sides)
+{
+    copy_case cases[7 * 4 * 2 + 5];
+    int n = 0;
+    const int64_t longs[] = {16, 17, 40, 1000};
+    for (int64_t c = 9; c <= 15; c++)
+        for (int k = 0; k < 4; k++) {
+            cases[n++] = transpose_case(longs[k], c, 1); /* short b: NHWC -> NCHW */
+            cases[n++] = transpose_case(c, longs[k], 1); /* short a: NCHW -> NHWC */
+        }
+    cases[n++] = transpose_case(400009, 12, 1);
+    cases[n++] = transpose_case(12, 400009, 1);
+    cases[n++] = transpose_case(300001, 15, 1);
+    cases[n++] = transpose_case(9, 500001, 1);
+    cases[n++] = (copy_case){.ndim = 2, .shape = {9, 100}, .sstr = {1, 3}, .selems = 99 * 3 + 9, .itemsize = 1};
+    case_set set = {cases, n, offsets_small, 6};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Sizes around the 256-row and 128-column blocks of the streaming kernel,
  * still under the streaming threshold (cached tiles). */
 START_TEST(test_u8_medium)
@@ -376,7 +402,7 @@ END_TEST
 static Suite *tiles_suite(void)
 {
     const tcase_spec cases[] = {
-        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_medium), TEST(test_u8_streaming), TEST(test_u8_streaming_bands)),
+        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_thin_sides), TEST(test_u8_medium), TEST(test_u8_streaming), TEST(test_u8_streaming_bands)),
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
         TCASE("u8-direct", TEST(test_u8_bands_direct)),
 #endif

@@ -363,6 +363,44 @@ def test_group_transposes_on_every_simd_path(path):
     _check_in_simd_child(WIDE_GROUPS_CHILD, path, 96)
 
 
+# uint8 images of 9-15 channels between NHWC and NCHW: more planes than the
+# thin kernels take, fewer than a 16x16 block's rows (AVX-512's thin-side
+# blocks, copy_x86.c), both ways, under and over 4 MiB, dst on and off its
+# lines, src off by a byte; against NumPy and torch, 1 and 2 threads, every
+# SIMD path.
+U8_CHANNELS_CHILD = r"""
+import numpy as np
+import torch
+import pylayout as pl
+
+rng = np.random.default_rng(19)
+checked = 0
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for c in (9, 12, 13, 15):
+        for n, hw in ((1, 37), (4, 300)):
+            for src_off in (0, 1):
+                numel = n * hw * hw * c
+                flat = rng.integers(0, 256, numel + 1, dtype=np.uint8)
+                for perm, shape in (((0, 3, 1, 2), (n, hw, hw, c)), ((0, 2, 3, 1), (n, c, hw, hw))):
+                    a = flat[src_off:src_off + numel].reshape(shape)
+                    view = a.transpose(perm)
+                    want = np.ascontiguousarray(view)
+                    t = torch.from_numpy(a).permute(perm)
+                    got = pl.contiguous(t)
+                    assert got.numpy().tobytes() == want.tobytes() == t.contiguous().numpy().tobytes(), (c, shape)
+                    for dst_off in (0, 5):
+                        into_guarded(view, want, dst_off, ("copy_into", c, shape, perm, threads, dst_off))
+                        checked += 1
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_u8_9_to_15_channels_on_every_simd_path(path):
+    _check_in_simd_child(U8_CHANNELS_CHILD, path, 128)
+
+
 # Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
 # with fewer channels than the block's rows (9-31 float16, 9-15 float32,
 # 5-7 float64) go to the AVX2 streaming tile (copy_x86.c), above 4 MiB,
