@@ -437,6 +437,13 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"groups of {shp[2] * 4} B transposed {shp} f32 by (1, 0, 2)",
                           lambda shp=shp: torch.randn(*shp).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # an RGB image transposed: groups of 3 elements, through planes in L1
+    # (plan.c's pl_plane_groups)
+    m = 2048 // s
+    for dt in (torch.uint8, torch.float32):
+        cases.append(Case(f"RGB image transposed ({m}, {m}, 3) {str(dt)[6:]} by (1, 0, 2)",
+                          lambda m=m, dt=dt: torch.randn(m, m, 3).to(dt).permute(1, 0, 2),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
                       lambda shp=shp: torch.randn(*shp)[..., ::2],

@@ -383,6 +383,32 @@ START_TEST(test_group_streaming)
 }
 END_TEST
 
+/* Transposes of groups of 3, 5, 6 and 7 elements of 1, 2, 4 and 8 bytes
+ * (plan.c's pl_plane_groups: RGB pixels of an image transposed): each
+ * unit unzipped into planes, the planes transposed, zipped again.  Sides
+ * that end mid-unit and mid-block, under and over the streaming threshold,
+ * src and dst off their lines. */
+START_TEST(test_plane_groups)
+{
+    static const int swap[3] = {1, 0, 2};
+    copy_case cases[4 * 4 * 2 + 2];
+    int n = 0;
+    const int64_t P[] = {3, 5, 6, 7};
+    for (size_t e = 1; e <= 8; e *= 2)
+        for (int k = 0; k < 4; k++) {
+            const int64_t small[3] = {37 + k, 130 - 7 * k, P[k]}, wide[3] = {20, 300, P[k]};
+            cases[n++] = permute_case(3, small, swap, e);
+            cases[n++] = permute_case(3, wide, swap, e);
+        }
+    static const int64_t big1[3] = {1081, 1301, 3}, big4[3] = {700, 517, 3};
+    cases[n++] = permute_case(3, big1, swap, 1);
+    cases[n++] = permute_case(3, big4, swap, 4);
+    static const size_t offs[] = {0, 0, 1, 3, 16, 5, 7, 64};
+    case_set set = {cases, n, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Small and medium float32 / float64 transposes (cached tiles), ragged. */
 START_TEST(test_f32_f64_ragged)
 {
@@ -408,7 +434,7 @@ static Suite *tiles_suite(void)
 #endif
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
         TCASE("f64", TEST(test_f64_streaming)),
-        TCASE("groups", TEST(test_group_streaming)),
+        TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups)),
     };
     return SUITE_OF("tiles", cases, 300);
 }

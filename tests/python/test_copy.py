@@ -363,6 +363,45 @@ def test_group_transposes_on_every_simd_path(path):
     _check_in_simd_child(WIDE_GROUPS_CHILD, path, 96)
 
 
+# Transposes of groups of 3 to 8 elements (plan.c's pl_plane_groups): an
+# RGB image transposed, (H,W,3) by (1,0,2), in every dtype, and groups of
+# 5-7; each unit unzipped into planes, the planes transposed, zipped again.
+# Against NumPy and torch, small and over 4 MiB, src off by an element, dst
+# on and off its lines, 1 and 2 threads, every SIMD path.
+PLANE_GROUPS_CHILD = r"""
+import numpy as np
+import torch
+import pylayout as pl
+
+rng = np.random.default_rng(23)
+checked = 0
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, k in ((np.uint8, 3), (np.float16, 3), (np.float32, 3), (np.float64, 3), (np.uint8, 7),
+                     (np.float32, 5), (np.int16, 6)):
+        isz = np.dtype(dtype).itemsize
+        for h, w in ((37, 45), (1100, 4_400_000 // (1100 * k * isz) + 1)):
+            numel = h * w * k
+            flat = rng.integers(0, 256, (numel + 1) * isz, dtype=np.uint8).view(dtype)
+            for src_off in (0, 1):
+                a = flat[src_off:src_off + numel].reshape(h, w, k)
+                view = a.transpose(1, 0, 2)
+                want = np.ascontiguousarray(view)
+                t = torch.from_numpy(a).permute(1, 0, 2)
+                got = pl.contiguous(t)
+                assert got.numpy().tobytes() == want.tobytes() == t.contiguous().numpy().tobytes(), (dtype, k, h)
+                for dst_off in (0, 3 * isz):
+                    into_guarded(view, want, dst_off, ("copy_into", dtype, k, h, w, threads, dst_off))
+                    checked += 1
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_plane_group_transposes_on_every_simd_path(path):
+    _check_in_simd_child(PLANE_GROUPS_CHILD, path, 112)
+
+
 # uint8 images of 9-15 channels between NHWC and NCHW: more planes than the
 # thin kernels take, fewer than a 16x16 block's rows (AVX-512's thin-side
 # blocks, copy_x86.c), both ways, under and over 4 MiB, dst on and off its
