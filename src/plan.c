@@ -47,12 +47,15 @@
 
 /* Transposes of groups of 3 to 8 elements (pl_plane_groups) stage each
  * unit's planes in two buffers of this size, taken from the heap once per
- * range of units (PL_PLANES_STACK_BYTES on the stack where malloc fails).
+ * range of units in copies of PL_PLANES_HEAP_MIN_BYTES or more; smaller
+ * copies, and any where malloc fails, use two of PL_PLANES_STACK_BYTES on
+ * the stack and cut the units into sub-blocks that fit them.
  * uint8 RGB, 1 thread, GB/s, buffers of 8 / 16 / 48 KiB: 2048 x 2048
  * 3.0 / 5.9 / 6.8, 1080 x 1920 3.2 / 5.6 / 11.4; float32 1024 x 1024
  * 8.2 / 6.6 / 7.8. */
 #define PL_PLANES_BUFFER_BYTES 49152
 #define PL_PLANES_STACK_BYTES 4096
+#define PL_PLANES_HEAP_MIN_BYTES ((int64_t)64 * 1024)
 
 /* Buffered (stream_out) units whose src rows continue into the next units
  * (pl_keep_src_lines_hot) prefetch the lines of their rows this many units
@@ -158,6 +161,7 @@ typedef struct pl_plan {
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
     _pylayout_group_stream_fn group_stream; /* TRANSPOSE of groups (itemsize > 16) */
     int64_t planes;                       /* TRANSPOSE of groups of this many elements: pl_run_planes */
+    bool planes_heap;                     /* planes: buffers from malloc (else the stack's, in sub-blocks) */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     void (*fence)(void);                  /* set when a kernel above streams */
     _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
@@ -212,12 +216,16 @@ static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, 
                           int64_t half)
 {
     const int64_t e = (int64_t)p->itemsize / p->planes, g = (int64_t)p->itemsize;
-    int64_t t = pl_max(1, na); /* sub-blocks of t x t groups when the buffers are short */
-    while (t > 1 && t * pl_min(t, nb) * g > half)
-        t /= 2;
-    for (int64_t i0 = 0; i0 < na; i0 += t)
-        for (int64_t j0 = 0; j0 < nb; j0 += t) {
-            const int64_t ni = pl_min(t, na - i0), nj = pl_min(t, nb - j0), plane = ni * nj * e;
+    int64_t ti = na, tj = nb; /* sub-blocks of ti x tj groups when the buffers are short */
+    while (ti * tj * g > half) {
+        if (ti >= tj)
+            ti = (ti + 1) / 2;
+        else
+            tj = (tj + 1) / 2;
+    }
+    for (int64_t i0 = 0; i0 < na; i0 += ti)
+        for (int64_t j0 = 0; j0 < nb; j0 += tj) {
+            const int64_t ni = pl_min(ti, na - i0), nj = pl_min(tj, nb - j0), plane = ni * nj * e;
             char *in = buf, *out = buf + half;
             const char *sb = s + i0 * p->ssa + j0 * g;
             char *db = d + j0 * p->dsb + i0 * g;
@@ -315,7 +323,7 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
 static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
 {
     _Alignas(PL_LINE_BYTES) char stack_buf[2 * PL_PLANES_STACK_BYTES];
-    char *heap = p->planes != 0 ? malloc(2 * PL_PLANES_BUFFER_BYTES) : NULL;
+    char *heap = p->planes_heap ? malloc(2 * PL_PLANES_BUFFER_BYTES) : NULL;
     char *buf = heap != NULL ? heap : stack_buf;
     const int64_t half = heap != NULL ? PL_PLANES_BUFFER_BYTES : PL_PLANES_STACK_BYTES;
     int64_t idx[PYLAYOUT_MAX_NDIM + 2];
@@ -582,8 +590,9 @@ static int pl_plane_groups(const _pylayout_kernels *k, int n, const int64_t *sha
     return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE && ss[b] == g ? (int)P : 0;
 }
 
-static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, int P)
+static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, int P, int64_t total_bytes)
 {
+    p->planes_heap = total_bytes >= PL_PLANES_HEAP_MIN_BYTES;
     const int64_t e = (int64_t)p->itemsize / P;
     const int lg = _pl_size_index((size_t)e);
     const _pylayout_thin_kernels *t = k->thin != NULL ? k->thin : &_pylayout_thin_portable;
@@ -766,6 +775,8 @@ static void pl_keep_src_lines_hot(pl_plan *p, int nl)
  * ahead as PL_ROWS_AHEAD_BYTES says. */
 static void pl_choose_prefetch(pl_plan *p, int nl)
 {
+    if (p->kind == PL_ROWS && p->stream_out != NULL)
+        return; /* streamed rows (pl_rows_stream) */
     const int64_t row_bytes = p->na * (int64_t)p->itemsize, unit_bytes = p->ta * p->tb * (int64_t)p->itemsize;
     const bool rows = p->kind == PL_ROWS && row_bytes >= PL_LINE_BYTES && row_bytes <= PL_AHEAD_ROW_BYTES &&
                       unit_bytes <= PL_ROWS_AHEAD_BYTES;
@@ -886,7 +897,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     p.dsb = b >= 0 ? ds[b] : 0;
 
     if (planes != 0) {
-        pl_choose_planes(&p, k, planes);
+        pl_choose_planes(&p, k, planes, total_bytes);
     } else if (p.kind == PL_TRANSPOSE && pl_choose_thin(&p, k)) {
         /* a thin transpose: kernels and units chosen */
     } else if (p.kind != PL_TRANSPOSE) {
