@@ -440,11 +440,11 @@ static int64_t pl_group_rows(int64_t g)
  *   dst 16 bytes into a line (NumPy's large buffers): (1024,1024,16) 6.0 /
  *   23.1 and 11.3 / 23.1; (64,224,224,16) 14.7 / 17.3 and 17.1 / 23.2.
  * Units of 64-byte runs per dst row: (1024,1024,16) 11.4 against 17.1. */
-static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *ss, const int64_t *ds, int64_t g,
-                             const char *dst, int64_t bytes)
+static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *ss, const int64_t *ds, int64_t e,
+                             int64_t g, const char *dst, int64_t bytes)
 {
-    if (n < 3 || g <= 16 || g % 16 != 0 || k->group_stream == NULL || bytes < PL_STREAM_MIN_BYTES ||
-        (uintptr_t)dst % 16 != 0 || ds[n - 2] != g)
+    if (n < 3 || ss[n - 1] != e || ds[n - 1] != e || g <= 16 || g % 16 != 0 || k->group_stream == NULL ||
+        bytes < PL_STREAM_MIN_BYTES || (uintptr_t)dst % 16 != 0 || ds[n - 2] != g)
         return false;
     int b; /* the folded copy's: a transpose whose groups are contiguous along b in src */
     return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE && ss[b] == g && ds[b] % 16 == 0;
@@ -865,8 +865,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     /* Longer ones are one element where that makes the copy a streamed
      * transpose of groups (pl_group_streams). */
     const _pylayout_kernels *k = _pylayout_kernels_get();
-    if (ss[n - 1] == (int64_t)itemsize && ds[n - 1] == (int64_t)itemsize &&
-        pl_group_streams(k, n, ss, ds, group, dst, stream_bytes)) {
+    if (pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
         pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, 0);
         return;
     }
