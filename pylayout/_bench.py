@@ -438,11 +438,18 @@ def copy_cases(quick: bool) -> list[Case]:
                           lambda shp=shp: torch.randn(*shp).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # an RGB image transposed: groups of 3 elements, through planes in L1
-    # (plan.c's pl_plane_groups)
+    # (plan.c's pl_plane_dims)
     m = 2048 // s
     for dt in (torch.uint8, torch.float32):
         cases.append(Case(f"RGB image transposed ({m}, {m}, 3) {str(dt)[6:]} by (1, 0, 2)",
                           lambda m=m, dt=dt: torch.randn(m, m, 3).to(dt).permute(1, 0, 2),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # all dims reversed (NumPy's a.T of a 3-D array): a short dim contiguous
+    # in one tensor only, through planes (plan.c's pl_plane_dims)
+    m = 2048 // s
+    for shp, dt in (((m, m, 3), torch.uint8), ((m // 2, m // 2, 4), torch.float32), ((4, m // 2, m // 2), torch.float32)):
+        cases.append(Case(f"all dims reversed {shp} {str(dt)[6:]} by (2, 1, 0)",
+                          lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(2, 1, 0),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",

@@ -45,7 +45,7 @@
  * 1 thread: 5.0-5.4 -> 5.9-6.0 GB/s (cddbf7f; before the fence change). */
 #define PL_STREAM_BUFFER_BYTES 16384
 
-/* Transposes of groups of 3 to 8 elements (pl_plane_groups) stage each
+/* Transposes of groups of 3 to 8 elements (pl_plane_dims) stage each
  * unit's planes in two buffers of this size, taken from the heap once per
  * range of units in copies of PL_PLANES_HEAP_MIN_BYTES or more; smaller
  * copies, and any where malloc fails, use two of PL_PLANES_STACK_BYTES on
@@ -161,6 +161,7 @@ typedef struct pl_plan {
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
     _pylayout_group_stream_fn group_stream; /* TRANSPOSE of groups (itemsize > 16) */
     int64_t planes;                       /* TRANSPOSE of groups of this many elements: pl_run_planes */
+    int64_t ssq, dsq;                     /* planes: the group's element step in src / dst, when not itemsize/planes */
     bool planes_heap;                     /* planes: buffers from malloc (else the stack's, in sub-blocks) */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     void (*fence)(void);                  /* set when a kernel above streams */
@@ -208,10 +209,14 @@ static inline void pl_copy_small_row(char *d, const char *s, int64_t n)
     }
 }
 
-/* A unit of a transpose of groups of P = p->planes elements (P x e =
- * itemsize bytes) through two L1 buffers: its na src rows unzipped into P
- * planes of na x nb elements, each plane transposed (the tile kernel), the
- * P transposed planes zipped into its nb dst rows. */
+/* A unit of a transpose of groups of P = p->planes elements of e bytes
+ * through L1 buffers: na x nb groups, src rows along a, dst rows along b.
+ * Where a side holds the groups packed (ssq or dsq 0: the group's elements
+ * are adjacent there), its rows are unzipped into P planes of na x nb
+ * elements in one buffer (src), or zipped from the other (dst); where it
+ * holds them as P planes ssq or dsq bytes apart, the tile kernel reads or
+ * writes those planes in place.  Between the two, the tile kernel
+ * transposes each plane. */
 static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb, char *buf,
                           int64_t half)
 {
@@ -226,15 +231,24 @@ static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, 
     for (int64_t i0 = 0; i0 < na; i0 += ti)
         for (int64_t j0 = 0; j0 < nb; j0 += tj) {
             const int64_t ni = pl_min(ti, na - i0), nj = pl_min(tj, nb - j0), plane = ni * nj * e;
-            char *in = buf, *out = buf + half;
-            const char *sb = s + i0 * p->ssa + j0 * g;
-            char *db = d + j0 * p->dsb + i0 * g;
-            for (int64_t i = 0; i < ni; i++)
-                p->unzip(sb + i * p->ssa, in + i * nj * e, plane, nj);
+            const char *sb = s + i0 * p->ssa + j0 * p->ssb;
+            char *db = d + j0 * p->dsb + i0 * p->dsa;
+            const char *in = sb; /* plane q at in + q * in_plane, rows along a in_row apart */
+            int64_t in_row = p->ssa, in_plane = p->ssq;
+            if (p->ssq == 0) {
+                for (int64_t i = 0; i < ni; i++)
+                    p->unzip(sb + i * p->ssa, buf + i * nj * e, plane, nj);
+                in = buf, in_row = nj * e, in_plane = plane;
+            }
+            char *out = db; /* likewise, rows along b */
+            int64_t out_row = p->dsb, out_plane = p->dsq;
+            if (p->dsq == 0)
+                out = buf + half, out_row = ni * e, out_plane = plane;
             for (int64_t q = 0; q < p->planes; q++)
-                p->tile(in + q * plane, nj * e, out + q * plane, ni * e, ni, nj);
-            for (int64_t j = 0; j < nj; j++)
-                p->zip(out + j * ni * e, plane, db + j * p->dsb, ni);
+                p->tile(in + q * in_plane, in_row, out + q * out_plane, out_row, ni, nj);
+            if (p->dsq == 0)
+                for (int64_t j = 0; j < nj; j++)
+                    p->zip(out + j * ni * e, plane, db + j * p->dsb, ni);
         }
 }
 
@@ -560,16 +574,82 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     return 0;
 }
 
-/* Transposes of groups of 3 to 8 elements that no wider element holds:
- * an RGB image's pixels, (H,W,3) by (1,0,2) (a rotation or a transpose of
- * an HWC image), in any dtype; complex numbers of 3-plane data.  The
- * ROWS copy moved one group at a time from src rows far apart (uint8 RGB
- * 2048 x 2048: 1.4 GB/s).  Each unit instead goes through L1 buffers
- * (pl_run_planes): the thin kernels split its src rows into planes, the
- * tile kernel transposes each plane, the thin kernels interleave them
- * into its dst rows.  Units of T x T groups, T the largest multiple of 16
- * whose planes fit PL_PLANES_BUFFER_BYTES.  Measured on the 2-core dev VM,
- * torch tensors, GB/s, 1 thread and 2, before (ROWS) / after:
+/* A copy through pl_run_planes: groups of P elements, and where a side
+ * holds a group's elements apart, their step there (0: packed). */
+typedef struct pl_groups {
+    int P;
+    int64_t ssq, dsq;
+} pl_groups;
+
+/* The copy of g-byte groups left when dim q is taken out of the n
+ * canonical dims into the groups: rshape, rss and rds get its n - 1 dims,
+ * *b the dim its tiles take along src.  Returns whether it is a transpose
+ * whose dim b steps src by sb bytes. */
+static bool pl_group_copy(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int q, int64_t sb,
+                          int64_t g, int64_t *rshape, int64_t *rss, int64_t *rds, int *b)
+{
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        if (k != q) {
+            rshape[m] = shape[k];
+            rss[m] = ss[k];
+            rds[m] = ds[k];
+            m++;
+        }
+    return pl_choose_kind(n - 1, rss, rds, g, b) == PL_TRANSPOSE && rss[*b] == sb;
+}
+
+/* Whether a copy of groups of P elements of e bytes, packed in one tensor
+ * only, goes through planes, its tiles na x nb groups.  Not where the
+ * TRANSPOSE copy's tiles, which take the short dim against the other
+ * tensor's contiguous one, already read or write whole SIMD blocks of it:
+ * 8 elements of 2 bytes or more (float16 (64,64,64,8) by (0,3,2,1): 20
+ * GB/s against 13 through planes), or groups of half a line or more
+ * (float32 (64,64,64,8) by (2,0,3,1), float64 (8,1024,1024) by (2,1,0):
+ * 20 and 10 against 6-9 and 5-8).  Nor where the tiles would have a short
+ * side (fewer than PL_THIN_MIN_LONG groups): each plane would be a thin
+ * tile (float16 (8,3,512,512) by (2,3,1,0): 21 GB/s against 3). */
+#define PL_APART_MAX_GROUP_BYTES 24
+
+static bool pl_apart_wins(int64_t P, int64_t e, int64_t na, int64_t nb)
+{
+    return P * e <= PL_APART_MAX_GROUP_BYTES && (P < 8 || e == 1) && na >= PL_THIN_MIN_LONG &&
+           nb >= PL_THIN_MIN_LONG;
+}
+
+/* Transposes of short dims (2 to PL_THIN_MAX_P elements) that run through
+ * planes (pl_run_planes); fills *pg and the copy of groups left (n - 1
+ * dims) and returns whether.  Three cases:
+ *   - the last dim, of 3 to 8 elements, contiguous in both tensors, and no
+ *     wider element holds it: an RGB image's pixels, (H,W,3) by (1,0,2) (a
+ *     rotation or a transpose of an HWC image), in any dtype; complex
+ *     numbers of 3-plane data.  The ROWS copy moved one group at a time
+ *     from src rows far apart (uint8 RGB 2048 x 2048: 1.4 GB/s);
+ *   - src's contiguous dim short and dst's another (ssq 0, dsq its dst
+ *     step): NumPy's a.T of an (H,W,C) image, (1024,1024,4) float32 by
+ *     (2,1,0);
+ *   - dst's contiguous dim short and src's another (dsq 0): its inverse,
+ *     a CHW image into WHC.
+ * The TRANSPOSE copy tiled the short dim against dst's, a few bytes of
+ * each src row a unit, and came back to the rest of those lines after
+ * the whole tile row (float32 (1024,1024,4) by (2,1,0): 2.0 GB/s, uint8
+ * (4,1024,1024) by (2,1,0): 0.2).  Each unit instead goes through L1
+ * buffers: src rows split into planes (or src's planes read in place),
+ * each plane transposed by the tile kernel, the planes interleaved into dst
+ * rows (or written to dst's planes in place).  Units of T x T groups, T
+ * the largest multiple of 16 whose planes fit PL_PLANES_BUFFER_BYTES
+ * (squarer or narrower units, and prefetching the next unit's rows, were
+ * level within noise).  Measured on the 2-core dev VM, torch tensors, GB/s,
+ * median of 7 interleaved rounds, 1 thread and 2, TRANSPOSE / planes:
+ *   float32 (1024,1024,4) by (2,1,0): 1.9 / 6.7 and 3.7 / 12.0 (torch 1.3, 3.0);
+ *   float32 (4,1024,1024) by (2,1,0): 3.0 / 9.3 and 5.3 / 12.3;
+ *   uint8 (2048,2048,3) by (2,1,0): 0.7 / 6.5 and 1.3 / 8.9 (torch 0.4, 0.9);
+ *   uint8 (3,2048,2048) by (2,1,0): 0.4 / 6.4 and 0.8 / 9.7;
+ *   float32 (8,3,512,512) by (0,3,2,1): 1.6 / 8.1 and 3.0 / 16.9;
+ *   float64 (1024,1024,2) by (2,1,0): 4.4 / 7.7 and 7.8 / 15.6;
+ *   float16 (2,16,1024,64) by (3,1,2,0): 0.6 / 26.7 and 1.1 / 16.1;
+ *   uint8 (64,64,64,8) by (0,3,2,1): 3.7 / 15.2 and 5.1 / 14.3.
+ * RGB images, ROWS / planes:
  *   uint8 RGB 2048 x 2048: 1.4 / 5.7-5.9 and 1.9 / 9.6-9.7 (torch 1.2, 2.4);
  *   float16 RGB 2048 x 2048: 1.1 / 5.2-5.6 and 1.9 / 9.2-9.3;
  *   float32 RGB 1024 x 1024: 4.4 / 6.6-7.7 and 6.1 / 9.4-18 (torch 4.4);
@@ -577,26 +657,46 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
  *   float32 groups of 5 and 6: 5.6-6.3 / 7.2-7.7.
  * Most of what is left is the calls: a unit of 112 x 112 uint8 pixels
  * makes 227 kernel calls on rows of 112 groups. */
-static int pl_plane_groups(const _pylayout_kernels *k, int n, const int64_t *shape, const int64_t *ss,
-                           const int64_t *ds, int64_t e)
+static bool pl_plane_dims(const _pylayout_kernels *k, int n, const int64_t *shape, const int64_t *ss,
+                          const int64_t *ds, int64_t e, pl_groups *pg, int64_t *rshape, int64_t *rss, int64_t *rds)
 {
     const int lg = _pl_size_index((size_t)e);
-    if (n < 3 || lg < 0 || e > 8 || k->tile[lg] == NULL || ss[n - 1] != e || ds[n - 1] != e)
-        return 0;
-    const int64_t P = shape[n - 1], g = P * e;
-    if (P < 3 || P > PL_THIN_MAX_P || _pl_size_index((size_t)g) >= 0 || ds[n - 2] != g)
-        return 0;
+    if (n < 3 || lg < 0 || e > 8 || k->tile[lg] == NULL)
+        return false;
+    const int last = n - 1;
+    const int64_t P = shape[last], g = P * e;
     int b;
-    return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE && ss[b] == g ? (int)P : 0;
+    if (ss[last] == e && ds[last] == e) { /* packed in both */
+        *pg = (pl_groups){(int)P, 0, 0};
+        return P >= 3 && P <= PL_THIN_MAX_P && _pl_size_index((size_t)g) < 0 && ds[n - 2] == g &&
+               pl_group_copy(n, shape, ss, ds, last, g, g, rshape, rss, rds, &b);
+    }
+    if (ds[last] == e && ss[last] != 0 && P >= 2 && P <= PL_THIN_MAX_P && ds[n - 2] == g) { /* packed in dst */
+        *pg = (pl_groups){(int)P, ss[last], 0};
+        if (pl_group_copy(n, shape, ss, ds, last, e, g, rshape, rss, rds, &b) &&
+            pl_apart_wins(P, e, rshape[n - 2], rshape[b]))
+            return true;
+    }
+    for (int q = 0; q < last && ds[last] == e; q++) /* packed in src */
+        if (ss[q] == e && shape[q] >= 2 && shape[q] <= PL_THIN_MAX_P) {
+            const int64_t gq = shape[q] * e;
+            *pg = (pl_groups){(int)shape[q], 0, ds[q]};
+            return pl_group_copy(n, shape, ss, ds, q, gq, gq, rshape, rss, rds, &b) &&
+                   pl_apart_wins(shape[q], e, rshape[n - 2], rshape[b]);
+        }
+    return false;
 }
 
-static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, int P, int64_t total_bytes)
+static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_groups *pg, int64_t total_bytes)
 {
+    const int P = pg->P;
     p->planes_heap = total_bytes >= PL_PLANES_HEAP_MIN_BYTES;
     const int64_t e = (int64_t)p->itemsize / P;
     const int lg = _pl_size_index((size_t)e);
     const _pylayout_thin_kernels *t = k->thin != NULL ? k->thin : &_pylayout_thin_portable;
     p->planes = P;
+    p->ssq = pg->ssq;
+    p->dsq = pg->dsq;
     p->tile = k->tile[lg];
     p->zip = t->zip[P - 2][lg] != NULL ? t->zip[P - 2][lg] : _pylayout_thin_portable.zip[P - 2][lg];
     p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
@@ -830,7 +930,8 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * left a rest of 4 MiB less 48 bytes a row, under PL_STREAM_MIN_BYTES, which
  * then ran as cached tiles at 242 us against 124 us streamed. */
 static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
-                              const char *src, char *dst, int nthreads, int64_t stream_bytes, int planes)
+                              const char *src, char *dst, int nthreads, int64_t stream_bytes,
+                              const pl_groups *pg)
 {
     const int64_t is = (int64_t)itemsize;
     int64_t total_bytes = is;
@@ -857,22 +958,24 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
      * kernel reads and writes at any byte address (unaligned loads, streams
      * only to whole lines), so the wider element needs no alignment. */
     const int64_t group = shape[n - 1] * (int64_t)itemsize;
-    if (n >= 2 && ss[n - 1] == (int64_t)itemsize && ds[n - 1] == (int64_t)itemsize && group <= 16 &&
+    if (pg == NULL && n >= 2 && ss[n - 1] == (int64_t)itemsize && ds[n - 1] == (int64_t)itemsize && group <= 16 &&
         _pl_size_index((size_t)group) >= 0) {
-        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, 0);
+        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, NULL);
         return;
     }
     /* Longer ones are one element where that makes the copy a streamed
      * transpose of groups (pl_group_streams). */
     const _pylayout_kernels *k = _pylayout_kernels_get();
-    if (pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
-        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, 0);
+    if (pg == NULL && pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
+        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, NULL);
         return;
     }
-    /* and groups of 3 to 8 elements otherwise a transpose of planes */
-    const int planes_here = pl_plane_groups(k, n, shape, ss, ds, is);
-    if (planes_here != 0) {
-        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, planes_here);
+    /* and short dims otherwise a transpose of planes */
+    pl_groups planes;
+    int64_t rshape[PYLAYOUT_MAX_NDIM], rss[PYLAYOUT_MAX_NDIM], rds[PYLAYOUT_MAX_NDIM];
+    if (pg == NULL && pl_plane_dims(k, n, shape, ss, ds, is, &planes, rshape, rss, rds)) {
+        pl_copy_canonical(n - 1, rshape, rss, rds, (size_t)planes.P * itemsize, src, dst, nthreads, stream_bytes,
+                          &planes);
         return;
     }
 
@@ -895,8 +998,8 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     p.ssb = b >= 0 ? ss[b] : 0;
     p.dsb = b >= 0 ? ds[b] : 0;
 
-    if (planes != 0) {
-        pl_choose_planes(&p, k, planes, total_bytes);
+    if (pg != NULL) {
+        pl_choose_planes(&p, k, pg, total_bytes);
     } else if (p.kind == PL_TRANSPOSE && pl_choose_thin(&p, k)) {
         /* a thin transpose: kernels and units chosen */
     } else if (p.kind != PL_TRANSPOSE) {
@@ -911,10 +1014,10 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
             int64_t part[PYLAYOUT_MAX_NDIM];
             memcpy(part, shape, (size_t)n * sizeof *part);
             part[a] = head / is;
-            pl_copy_canonical(n, part, ss, ds, itemsize, src, dst, nthreads, 0, 0);
+            pl_copy_canonical(n, part, ss, ds, itemsize, src, dst, nthreads, 0, NULL);
             part[a] = shape[a] - head / is;
             pl_copy_canonical(n, part, ss, ds, itemsize, src + head / is * ss[a], dst + head, nthreads, stream_bytes,
-                              0);
+                              NULL);
             return;
         }
     }
@@ -925,5 +1028,5 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
 void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
                               const char *src, char *dst, int nthreads)
 {
-    pl_copy_canonical(n, shape, ss, ds, itemsize, src, dst, nthreads, 0, 0);
+    pl_copy_canonical(n, shape, ss, ds, itemsize, src, dst, nthreads, 0, NULL);
 }

@@ -384,7 +384,7 @@ START_TEST(test_group_streaming)
 END_TEST
 
 /* Transposes of groups of 3, 5, 6 and 7 elements of 1, 2, 4 and 8 bytes
- * (plan.c's pl_plane_groups: RGB pixels of an image transposed): each
+ * (plan.c's pl_plane_dims: RGB pixels of an image transposed): each
  * unit unzipped into planes, the planes transposed, zipped again.  Sides
  * that end mid-unit and mid-block, under and over the streaming threshold,
  * src and dst off their lines. */
@@ -403,6 +403,36 @@ START_TEST(test_plane_groups)
     static const int64_t big1[3] = {1081, 1301, 3}, big4[3] = {700, 517, 3};
     cases[n++] = permute_case(3, big1, swap, 1);
     cases[n++] = permute_case(3, big4, swap, 4);
+    static const size_t offs[] = {0, 0, 1, 3, 16, 5, 7, 64};
+    case_set set = {cases, n, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* A short dim (2 to 8 elements) contiguous in one tensor only, the other
+ * contiguous along another dim: a.T of an (H,W,C) image and its inverse
+ * (plan.c's pl_plane_dims: planes with src's or dst's in place; 8 planes of
+ * 2 bytes or more stay tile transposes), every element size, stack
+ * sub-blocks and heap buffers, under other dims. */
+START_TEST(test_short_dim_planes)
+{
+    static const int rev[3] = {2, 1, 0}, chw[4] = {3, 0, 2, 1}, nhwc[4] = {0, 3, 2, 1};
+    copy_case cases[4 * 7 * 2 + 6];
+    int n = 0;
+    for (size_t e = 1; e <= 8; e *= 2)
+        for (int64_t P = 2; P <= 8; P++) {
+            const int64_t last[3] = {45 + P, 130 - 7 * P, P}, first[3] = {P, 21 + 9 * P, 67};
+            cases[n++] = permute_case(3, last, rev, e); /* src's planes packed: unzipped */
+            cases[n++] = permute_case(3, first, rev, e); /* dst's packed: zipped */
+        }
+    static const int64_t big_last[3] = {301, 257, 4}, big_first[3] = {3, 517, 141};
+    static const int64_t nchw[4] = {5, 3, 37, 70}, nhwc_shape[4] = {3, 41, 67, 2};
+    cases[n++] = permute_case(3, big_last, rev, 1);
+    cases[n++] = permute_case(3, big_first, rev, 4);
+    cases[n++] = permute_case(4, nchw, chw, 2);
+    cases[n++] = permute_case(4, nchw, nhwc, 1);
+    cases[n++] = permute_case(4, nhwc_shape, chw, 4);
+    cases[n++] = permute_case(4, nhwc_shape, nhwc, 8);
     static const size_t offs[] = {0, 0, 1, 3, 16, 5, 7, 64};
     case_set set = {cases, n, offs, 4};
     at_1_and_2_threads(run_set, &set);
@@ -434,7 +464,7 @@ static Suite *tiles_suite(void)
 #endif
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
         TCASE("f64", TEST(test_f64_streaming)),
-        TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups)),
+        TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes)),
     };
     return SUITE_OF("tiles", cases, 300);
 }

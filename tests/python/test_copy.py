@@ -212,8 +212,23 @@ def into_guarded(src, want, dst_off, what):
     assert (raw[:lo] == SENT).all() and (raw[lo + want.nbytes:] == SENT).all(), ("guards written",) + what
 
 
-# into_guarded in the SIMD children too (_check_in_simd_child puts this before their code)
-GUARDED_INTO = f"import numpy as np\nimport pylayout as pl\nSENT = {SENT}\n" + inspect.getsource(into_guarded)
+def check_permuted(a, perm, dst_offs, what):
+    """a.transpose(perm) made contiguous by pylayout from a torch tensor, and
+    copied into guarded buffers dst_offs bytes past a line: NumPy's bytes
+    and torch's own .contiguous() ones.  Returns the number of copies."""
+    import torch
+    view = a.transpose(perm)
+    want = np.ascontiguousarray(view)
+    t = torch.from_numpy(a).permute(perm)
+    assert pl.contiguous(t).numpy().tobytes() == want.tobytes() == t.contiguous().numpy().tobytes(), what
+    for dst_off in dst_offs:
+        into_guarded(view, want, dst_off, what + ("copy_into", dst_off))
+    return len(dst_offs)
+
+
+# into_guarded and check_permuted in the SIMD children too (_check_in_simd_child puts these before their code)
+GUARDED_INTO = (f"import numpy as np\nimport pylayout as pl\nSENT = {SENT}\n" + inspect.getsource(into_guarded) +
+                inspect.getsource(check_permuted))
 
 
 # Short rows (PL_ROWS units, plan.c): up to 64 bytes copied with inline
@@ -363,16 +378,12 @@ def test_group_transposes_on_every_simd_path(path):
     _check_in_simd_child(WIDE_GROUPS_CHILD, path, 96)
 
 
-# Transposes of groups of 3 to 8 elements (plan.c's pl_plane_groups): an
+# Transposes of groups of 3 to 8 elements (plan.c's pl_plane_dims): an
 # RGB image transposed, (H,W,3) by (1,0,2), in every dtype, and groups of
 # 5-7; each unit unzipped into planes, the planes transposed, zipped again.
 # Against NumPy and torch, small and over 4 MiB, src off by an element, dst
 # on and off its lines, 1 and 2 threads, every SIMD path.
 PLANE_GROUPS_CHILD = r"""
-import numpy as np
-import torch
-import pylayout as pl
-
 rng = np.random.default_rng(23)
 checked = 0
 for threads in (1, 2):
@@ -385,14 +396,7 @@ for threads in (1, 2):
             flat = rng.integers(0, 256, (numel + 1) * isz, dtype=np.uint8).view(dtype)
             for src_off in (0, 1):
                 a = flat[src_off:src_off + numel].reshape(h, w, k)
-                view = a.transpose(1, 0, 2)
-                want = np.ascontiguousarray(view)
-                t = torch.from_numpy(a).permute(1, 0, 2)
-                got = pl.contiguous(t)
-                assert got.numpy().tobytes() == want.tobytes() == t.contiguous().numpy().tobytes(), (dtype, k, h)
-                for dst_off in (0, 3 * isz):
-                    into_guarded(view, want, dst_off, ("copy_into", dtype, k, h, w, threads, dst_off))
-                    checked += 1
+                checked += check_permuted(a, (1, 0, 2), (0, 3 * isz), (dtype, k, h, w, threads))
 print("simd=" + pl.info()["simd"], "checked", checked)
 """
 
@@ -408,10 +412,6 @@ def test_plane_group_transposes_on_every_simd_path(path):
 # lines, src off by a byte; against NumPy and torch, 1 and 2 threads, every
 # SIMD path.
 U8_CHANNELS_CHILD = r"""
-import numpy as np
-import torch
-import pylayout as pl
-
 rng = np.random.default_rng(19)
 checked = 0
 for threads in (1, 2):
@@ -423,14 +423,7 @@ for threads in (1, 2):
                 flat = rng.integers(0, 256, numel + 1, dtype=np.uint8)
                 for perm, shape in (((0, 3, 1, 2), (n, hw, hw, c)), ((0, 2, 3, 1), (n, c, hw, hw))):
                     a = flat[src_off:src_off + numel].reshape(shape)
-                    view = a.transpose(perm)
-                    want = np.ascontiguousarray(view)
-                    t = torch.from_numpy(a).permute(perm)
-                    got = pl.contiguous(t)
-                    assert got.numpy().tobytes() == want.tobytes() == t.contiguous().numpy().tobytes(), (c, shape)
-                    for dst_off in (0, 5):
-                        into_guarded(view, want, dst_off, ("copy_into", c, shape, perm, threads, dst_off))
-                        checked += 1
+                    checked += check_permuted(a, perm, (0, 5), (c, shape, perm, threads))
 print("simd=" + pl.info()["simd"], "checked", checked)
 """
 
@@ -438,6 +431,39 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 @pytest.mark.parametrize("path", PATHS)
 def test_u8_9_to_15_channels_on_every_simd_path(path):
     _check_in_simd_child(U8_CHANNELS_CHILD, path, 128)
+
+
+# A short dim (2-7 elements) contiguous in one tensor only, another dim
+# contiguous in the other: NumPy's a.T of an (H,W,C) image, (C,H,W).T, and
+# 4-D permutes that move channels to or from the middle.  Each unit's src
+# rows are unzipped into planes, or src's planes read in place; each plane
+# transposed; the planes zipped into dst rows, or written to dst's planes
+# in place (plan.c's pl_plane_dims).  Small (stack buffers, in sub-blocks)
+# and over 64 KiB (heap buffers, threads), src off by an element, dst on and
+# off its lines; against NumPy and torch, 1 and 2 threads, every SIMD path.
+SHORT_DIMS_CHILD = r"""
+rng = np.random.default_rng(29)
+checked = 0
+cases = [(dtype, c) for dtype in (np.uint8, np.float16, np.float32, np.float64) for c in (2, 3, 4)]
+cases += [(np.uint8, 5), (np.uint8, 8), (np.float16, 6), (np.float32, 5), (np.int16, 7)]
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, c in cases:
+        isz = np.dtype(dtype).itemsize
+        for h, w in ((37, 45), (300, 1_000_000 // (300 * c * isz) + 1)):
+            flat = rng.integers(0, 256, (2 * h * w * c + 1) * isz, dtype=np.uint8).view(dtype)
+            for src_off in (0, 1):
+                for perm, shape in (((2, 1, 0), (h, w, c)), ((2, 1, 0), (c, h, w)), ((3, 0, 2, 1), (2, c, h, w)),
+                                    ((0, 3, 2, 1), (2, h, w, c))):
+                    a = flat[src_off:src_off + int(np.prod(shape))].reshape(shape)
+                    checked += check_permuted(a, perm, (0, 3 * isz), (dtype, c, shape, perm, threads))
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_short_dim_planes_on_every_simd_path(path):
+    _check_in_simd_child(SHORT_DIMS_CHILD, path, 1088)
 
 
 # Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
