@@ -451,6 +451,11 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"all dims reversed {shp} {str(dt)[6:]} by (2, 1, 0)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(2, 1, 0),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # a source broadcast along the last dim: rows filled (plan.c's pl_fill_row)
+    shp = (max(1, 16 // s), 3, 224, 224)
+    cases.append(Case(f"broadcast rows x[..., :1].expand {shp} f32",
+                      lambda shp=shp: torch.randn(*shp)[..., :1].expand(*shp),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     shp = (max(1, 32 // s), 64, 112, 224)
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
                       lambda shp=shp: torch.randn(*shp)[..., ::2],

@@ -480,6 +480,27 @@ START_TEST(test_broadcast)
 }
 END_TEST
 
+/* A source broadcast along dst's rows (plan.c's pl_fill_row): every row
+ * length from 1 to 40 elements (the short rows' moves), then past the
+ * 64-byte pattern with ragged ends, every element size, dst on and off its
+ * lines. */
+START_TEST(test_broadcast_rows)
+{
+    unsigned seed = 13;
+    static const int zero[2] = {0, 1};
+    static const int64_t longer[] = {63, 64, 65, 100, 1000, 4099};
+    for (int64_t i = 0; i < 40 + 6; i++)
+        for (size_t is = 1; is <= 16; is *= 2)
+            for (size_t mis = 0; mis < 2; mis++) {
+                const int64_t shape[2] = {9, i < 40 ? i + 1 : longer[i - 40]};
+                tens s, d;
+                tens_make(&s, 2, shape, NULL, NULL, NULL, zero, is, 0, -1, &seed);
+                tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, is, mis * 3 * is, SENTINEL, &seed);
+                check_and_free(&s, &d);
+            }
+}
+END_TEST
+
 /* --------------------------------------------------- negative strides */
 
 START_TEST(test_negative_strides)
@@ -1050,7 +1071,7 @@ static Suite *copy_suite(void)
         TCASE("transpose_2d", TEST(test_transpose_2d), TEST(test_transpose_large), TEST(test_rows_past_l3), TEST(test_transpose_small_edges),
               TEST(test_transpose_buffered_stream), TEST(test_permute_5d_large)),
         TCASE("permutations", TEST(test_permutations_3d_4d), TEST(test_permutations_6d)),
-        TCASE("broadcast", TEST(test_broadcast)),
+        TCASE("broadcast", TEST(test_broadcast), TEST(test_broadcast_rows)),
         TCASE("step2", TEST(test_step2)),
         TCASE("negative_strides", TEST(test_negative_strides)),
         TCASE("byte_offset", TEST(test_byte_offset)),

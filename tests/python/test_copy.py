@@ -279,6 +279,26 @@ def test_rows_past_l3_match_numpy(threads, cols, step):
         into_guarded(view, want, dst_off, ("copy_into", cols, step, dst_off))
 
 
+# A source broadcast along the last dim, x[..., :1].expand(shape) (plan.c's
+# pl_fill_row): every element size, rows of 1-17 elements and past the
+# 64-byte pattern with ragged ends, small and over the parallel threshold;
+# against NumPy's broadcast_to and torch's own .contiguous(), dst on and off
+# its lines.
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64, np.complex128],
+                         ids=lambda d: d.__name__)
+def test_broadcast_rows_match_numpy(threads, dtype):
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    isz = np.dtype(dtype).itemsize
+    for rows, cols in ((7, 1), (7, 3), (5, 17), (9, 64 // isz + 3), (3000, 1000)):
+        col = rng.integers(0, 256, rows * isz, dtype=np.uint8).view(dtype).reshape(rows, 1)
+        view = np.broadcast_to(col, (rows, cols))
+        want = np.ascontiguousarray(view)
+        t = torch.from_numpy(col).expand(rows, cols)
+        assert pl.contiguous(t).numpy().tobytes() == want.tobytes() == t.contiguous().numpy().tobytes()
+        for dst_off in (0, 3 * isz):
+            into_guarded(view, want, dst_off, ("copy_into", cols, dst_off))
+
+
 # Element groups: a dst-innermost dim contiguous in both, of 2, 4, 8 or 16
 # bytes, is copied as one element of that size (plan.c): (n,m,2) float32 by
 # (1,0,2) is a 2-D transpose of 8-byte elements, through the tile kernels,
