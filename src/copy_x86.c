@@ -533,6 +533,10 @@ PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, p
         [PL_SIZE4] = pl_gather2_4_avx2,                                                                  \
         [PL_SIZE8] = pl_gather2_8_avx2,                                                                  \
     }
+#define PL_AVX2_REVERSE                                                                                  \
+    .reverse = {[PL_SIZE1] = _pylayout_reverse1_avx2, [PL_SIZE2] = _pylayout_reverse2_avx2,                  \
+                [PL_SIZE4] = _pylayout_reverse4_avx2, [PL_SIZE8] = _pylayout_reverse8_avx2,                  \
+                [PL_SIZE16] = _pylayout_reverse16_avx2}
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
     .pack_stream = {[PL_SIZE4] = _pylayout_pack4_avx2_stream},                                           \
@@ -557,6 +561,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .stream_copy = pl_stream_copy_avx2,
     .group_stream = pl_group_stream_avx2,
     PL_AVX2_COMPLEX,
+    PL_AVX2_REVERSE,
     .fence = pl_sfence,
     .thin = &_pylayout_thin_avx2,
 };
@@ -985,6 +990,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .stream_copy = pl_stream_copy_avx512,
     .group_stream = pl_group_stream_avx512,
     PL_AVX2_COMPLEX,
+    PL_AVX2_REVERSE,
     .fence = pl_sfence,
     .thin = &_pylayout_thin_avx2,
 };

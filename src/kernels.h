@@ -68,6 +68,11 @@ typedef void (*_pylayout_group_stream_fn)(const char *src, int64_t ssa, char *ds
  * over arrays at any byte address. */
 typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0, int64_t k1);
 
+/* A row copied backwards: dst[i] = src[-i] for i < n elements of the
+ * table's size, src pointing at the row's first element visited (its
+ * highest address).  A flipped innermost dim, NumPy's a[:, ::-1]. */
+typedef void (*_pylayout_reverse_fn)(const char *src, char *dst, int64_t n);
+
 /* Thin transposes: P = 2 to PL_THIN_MAX_P planes of n elements each, plane p at
  * planes + p * plane_stride (bytes, any sign), and one dense array of n
  * groups of P elements.  zip interleaves:
@@ -112,6 +117,8 @@ typedef struct _pylayout_kernels {
     _pylayout_tile_fn tile_runs[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
+    /* Rows copied backwards per element size. */
+    _pylayout_reverse_fn reverse[PL_NSIZES];
     /* The same with streaming stores, for copies beyond the caches. */
     _pylayout_gather2_fn gather2_stream[PL_NSIZES];
     /* Buffer-to-memory streaming copy. */
@@ -165,6 +172,13 @@ void _pylayout_pack4_avx2_stream(char *z, char *re, char *im, int64_t k0, int64_
 void _pylayout_unpack4_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_pack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_unpack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
+
+/* reverse_x86.c: AVX2 rows copied backwards. */
+void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);
+void _pylayout_reverse2_avx2(const char *src, char *dst, int64_t n);
+void _pylayout_reverse4_avx2(const char *src, char *dst, int64_t n);
+void _pylayout_reverse8_avx2(const char *src, char *dst, int64_t n);
+void _pylayout_reverse16_avx2(const char *src, char *dst, int64_t n);
 
 /* interleave_x86.c: thin transposes with SSE2 (2 and 4 planes) and AVX2
  * (byte shuffles, every P). */

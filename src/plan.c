@@ -8,7 +8,8 @@
  *        THIN       a TRANSPOSE with a side of 2 to 8 elements (3-channel
  *                   images, complex pairs): P-plane interleaves or their
  *                   inverse (pl_choose_thin, pl_thin_wins);
- *        STRIDED    anything else (broadcast sources, strided dsts);
+ *        STRIDED    anything else (broadcast sources, flipped rows, strided
+ *                   dsts);
  *   2. choose the kernels and unit sizes (pl_choose_transpose,
  *      pl_choose_rows): SIMD tile transposes or step-2 gathers from the
  *      table cpu_features.c picked, streaming variants for large copies
@@ -164,6 +165,7 @@ typedef struct pl_plan {
     int64_t ssq, dsq;                     /* planes: the group's element step in src / dst, when not itemsize/planes */
     bool planes_heap;                     /* planes: buffers from malloc (else the stack's, in sub-blocks) */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
+    _pylayout_reverse_fn reverse;         /* STRIDED, src step -1 element: rows backwards */
     void (*fence)(void);                  /* set when a kernel above streams */
     _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
     _pylayout_unzip_fn unzip;             /* THIN, nb = P groups in src: planes along b of dst */
@@ -365,6 +367,11 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         if (p->gather2 != NULL) {
             for (int64_t j = 0; j < nb; j++)
                 p->gather2(s + j * p->ssb, d + j * p->dsb, na);
+            return;
+        }
+        if (p->reverse != NULL) {
+            for (int64_t j = 0; j < nb; j++)
+                p->reverse(s + j * p->ssb, d + j * p->dsb, na);
             return;
         }
         if (p->ssa == 0 && p->dsa == (int64_t)p->itemsize) {
@@ -874,6 +881,13 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
             p->fence = k->fence;
         }
     }
+    /* A flipped innermost dim (NumPy's a[:, ::-1]): rows copied backwards,
+     * 32 bytes a step.  The 2-D loop, one element at a time, ran at 2.4
+     * (uint8) to 9 (float64) GB/s, below NumPy's own copy in half the cases;
+     * now 15-67, NCHW (16,3,256,256) flipped horizontally: uint8 3.6 -> 53,
+     * float32 2.5 -> 23 (1 thread, in cache). */
+    if (p->kind == PL_STRIDED && lg >= 0 && p->dsa == is && p->ssa == -is)
+        p->reverse = k->reverse[lg]; /* NULL: the portable 2-D loop */
     /* Serially, one unit: memcpy sees whole rows and picks its own
      * strategy (glibc streams above its non-temporal threshold, which
      * chunking would hide from it).  In parallel, units of a chunk's

@@ -503,6 +503,26 @@ END_TEST
 
 /* --------------------------------------------------- negative strides */
 
+/* A flipped innermost dim (NumPy's a[:, ::-1]: plan.c's reverse kernels):
+ * rows of 1 to 70 elements (each side of the 32-byte steps and their tail)
+ * and 1000, every element size, src and dst off their lines, and the row
+ * flipped in dst instead (then dst is walked backwards: src reversed). */
+START_TEST(test_reversed_rows)
+{
+    unsigned seed = 14;
+    static const int flip[2] = {0, 1}, both[2] = {1, 1};
+    for (int64_t i = 0; i < 71; i++)
+        for (size_t is = 1; is <= 16; is *= 2)
+            for (int v = 0; v < 3; v++) {
+                const int64_t shape[2] = {5, i < 70 ? i + 1 : 1000};
+                tens s, d;
+                tens_make(&s, 2, shape, NULL, NULL, v == 2 ? both : flip, NULL, is, v * is, -1, &seed);
+                tens_make(&d, 2, shape, NULL, NULL, v == 1 ? flip : NULL, NULL, is, v * 3, SENTINEL, &seed);
+                check_and_free(&s, &d);
+            }
+}
+END_TEST
+
 START_TEST(test_negative_strides)
 {
     unsigned seed = 12;
@@ -1073,7 +1093,7 @@ static Suite *copy_suite(void)
         TCASE("permutations", TEST(test_permutations_3d_4d), TEST(test_permutations_6d)),
         TCASE("broadcast", TEST(test_broadcast), TEST(test_broadcast_rows)),
         TCASE("step2", TEST(test_step2)),
-        TCASE("negative_strides", TEST(test_negative_strides)),
+        TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows)),
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),
         TCASE("errors", TEST(test_error_shape_mismatch), TEST(test_error_itemsize_mismatch),

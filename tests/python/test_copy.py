@@ -299,6 +299,30 @@ def test_broadcast_rows_match_numpy(threads, dtype):
             into_guarded(view, want, dst_off, ("copy_into", cols, dst_off))
 
 
+# A flipped innermost dim (NumPy's a[:, ::-1], np.fliplr, an NCHW batch
+# flipped horizontally: plan.c's reverse kernels), every element size, rows
+# each side of a 32-byte step, small and over the parallel threshold, src
+# and dst off their lines, and the flip on dst's side instead.  NumPy is the
+# oracle: torch has no negative strides.
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64, np.complex128],
+                         ids=lambda d: d.__name__)
+def test_flipped_rows_match_numpy(threads, dtype):
+    rng = np.random.default_rng(np.dtype(dtype).itemsize + 40)
+    isz = np.dtype(dtype).itemsize
+    for shape in ((5, 1), (5, 31 // isz + 1), (7, 64 // isz + 5), (3, 1000), (16, 3, 64, 97), (2000, 700)):
+        n = int(np.prod(shape))
+        flat = rng.integers(0, 256, (n + 1) * isz, dtype=np.uint8).view(dtype)
+        a = flat[1:n + 1].reshape(shape)
+        view = a[..., ::-1]
+        want = np.ascontiguousarray(view)
+        assert pl.contiguous(view).tobytes() == want.tobytes(), shape
+        for dst_off in (0, 3 * isz):
+            into_guarded(view, want, dst_off, ("copy_into", shape, dst_off))
+        out = np.zeros(shape, dtype)
+        pl.copy_into(out[..., ::-1], a)
+        assert out.tobytes() == want.tobytes(), ("dst flipped", shape)
+
+
 # Element groups: a dst-innermost dim contiguous in both, of 2, 4, 8 or 16
 # bytes, is copied as one element of that size (plan.c): (n,m,2) float32 by
 # (1,0,2) is a 2-D transpose of 8-byte elements, through the tile kernels,

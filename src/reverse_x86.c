@@ -1,0 +1,61 @@
+/*
+ * reverse_x86.c - AVX2 kernels that copy a row backwards (see
+ * _pylayout_reverse_fn in kernels.h): a flipped innermost dim, as in
+ * NumPy's a[:, ::-1] or np.fliplr.  32 bytes per step: one load, a permute
+ * that reverses the elements, one store; the tail element by element.
+ * Compiled with per-function target attributes; copy_x86.c puts them in
+ * the AVX2 and AVX-512 tables.
+ */
+#include <string.h>
+
+#include "kernels.h"
+
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+
+#include <immintrin.h>
+
+#define PL_AVX2 __attribute__((target("avx2")))
+
+/* Reverses the SIZE-byte elements of a 32-byte vector. */
+PL_AVX2 static inline __m256i pl_reverse32_1(__m256i v)
+{
+    const __m256i bytes = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11,
+                                           10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, bytes), 0x4E);
+}
+PL_AVX2 static inline __m256i pl_reverse32_2(__m256i v)
+{
+    const __m256i words = _mm256_setr_epi8(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1, 14, 15, 12, 13, 10,
+                                           11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1);
+    return _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, words), 0x4E);
+}
+PL_AVX2 static inline __m256i pl_reverse32_4(__m256i v)
+{
+    return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0));
+}
+PL_AVX2 static inline __m256i pl_reverse32_8(__m256i v) { return _mm256_permute4x64_epi64(v, 0x1B); }
+PL_AVX2 static inline __m256i pl_reverse32_16(__m256i v) { return _mm256_permute4x64_epi64(v, 0x4E); }
+
+/* dst[i] = src[-i] for i < n: element i of the row is SIZE * i bytes below
+ * src.  Each step loads the 32 bytes that end with element i's and stores
+ * them reversed at element i of dst. */
+#define PL_DEFINE_REVERSE(SIZE)                                                                          \
+    PL_AVX2 void _pylayout_reverse##SIZE##_avx2(const char *src, char *dst, int64_t n)                   \
+    {                                                                                                    \
+        const int64_t per = 32 / (SIZE);                                                                 \
+        int64_t i = 0;                                                                                   \
+        for (; i + per <= n; i += per) {                                                                 \
+            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(src - (i + per - 1) * (SIZE))); \
+            _mm256_storeu_si256((__m256i *)(void *)(dst + i * (SIZE)), pl_reverse32_##SIZE(v));         \
+        }                                                                                                \
+        for (; i < n; i++)                                                                               \
+            memcpy(dst + i * (SIZE), src - i * (SIZE), SIZE);                                            \
+    }
+
+PL_DEFINE_REVERSE(1)
+PL_DEFINE_REVERSE(2)
+PL_DEFINE_REVERSE(4)
+PL_DEFINE_REVERSE(8)
+PL_DEFINE_REVERSE(16)
+
+#endif
