@@ -2,7 +2,7 @@
  * reverse_x86.c - AVX2 kernels that copy a row backwards (see
  * _pylayout_reverse_fn in kernels.h): a flipped innermost dim, as in
  * NumPy's a[:, ::-1] or np.fliplr.  32 bytes per step: one load, a permute
- * that reverses the elements, one store; the tail element by element.
+ * that reverses the elements, one store; the rest element by element.
  * Compiled with per-function target attributes; copy_x86.c puts them in
  * the AVX2 and AVX-512 tables.
  */
@@ -37,19 +37,24 @@ PL_AVX2 static inline __m256i pl_reverse32_8(__m256i v) { return _mm256_permute4
 PL_AVX2 static inline __m256i pl_reverse32_16(__m256i v) { return _mm256_permute4x64_epi64(v, 0x4E); }
 
 /* dst[i] = src[-i] for i < n: element i of the row is SIZE * i bytes below
- * src.  Each step loads the 32 bytes that end with element i's and stores
- * them reversed at element i of dst. */
+ * src.  The elements past the last whole step first, one by one; then the
+ * steps from the row's far end back to its start, each loading the 32
+ * bytes that end with element k's (so src is read in ascending order) and
+ * storing them reversed at element k of dst.  Loads in descending order
+ * measured slower on rows that are not the whole copy: the hardware
+ * prefetcher follows each page's descending stream late (float32, rows of
+ * 1 KiB, 64 MB past L3: 5.4 against 20 GB/s; rows of 8 KiB: 15 against 22;
+ * one row of 16 MB: 34 either way). */
 #define PL_DEFINE_REVERSE(SIZE)                                                                          \
     PL_AVX2 void _pylayout_reverse##SIZE##_avx2(const char *src, char *dst, int64_t n)                   \
     {                                                                                                    \
-        const int64_t per = 32 / (SIZE);                                                                 \
-        int64_t i = 0;                                                                                   \
-        for (; i + per <= n; i += per) {                                                                 \
-            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(src - (i + per - 1) * (SIZE))); \
-            _mm256_storeu_si256((__m256i *)(void *)(dst + i * (SIZE)), pl_reverse32_##SIZE(v));         \
-        }                                                                                                \
-        for (; i < n; i++)                                                                               \
+        const int64_t per = 32 / (SIZE), whole = n - n % per;                                            \
+        for (int64_t i = whole; i < n; i++)                                                              \
             memcpy(dst + i * (SIZE), src - i * (SIZE), SIZE);                                            \
+        for (int64_t k = whole - per; k >= 0; k -= per) {                                                \
+            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(src - (k + per - 1) * (SIZE))); \
+            _mm256_storeu_si256((__m256i *)(void *)(dst + k * (SIZE)), pl_reverse32_##SIZE(v));         \
+        }                                                                                                \
     }
 
 PL_DEFINE_REVERSE(1)
