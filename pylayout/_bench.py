@@ -546,6 +546,62 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
     return lines
 
 
+def numpy_view_cases(quick: bool) -> list[tuple[str, object]]:
+    """NumPy views that torch cannot hold (negative strides): (name, make)."""
+    s = 4 if quick else 1
+    n = 2048 // s
+    cases = []
+    for dt in ("uint8", "float32"):
+        cases.append((f"flipped rows a[:, ::-1] ({n}, {n}) {dt}",
+                      lambda dt=dt: np.arange(n * n, dtype=dt).reshape(n, n)[:, ::-1]))
+        shp = (max(1, 16 // s), 3, 256, 256)
+        cases.append((f"NCHW batch flipped horizontally x[..., ::-1] {shp} {dt}",
+                      lambda dt=dt, shp=shp: np.arange(int(np.prod(shp)), dtype=dt).reshape(shp)[..., ::-1]))
+    return cases
+
+
+def bench_numpy_views(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
+    """copy_into from NumPy views torch cannot hold, against np.copyto and memcpy."""
+    if np is None:
+        return []
+    cases = [(name, make) for name, make in numpy_view_cases(quick) if selected(name, only)]
+    if not cases:
+        return []
+    repeat, min_time = (2, 0.0) if quick else (5, 0.4)
+    lines = [
+        "## NumPy views torch cannot hold (GB/s of tensor bytes moved)",
+        "",
+        "pylayout.copy_into vs np.copyto(dst, view) into a preallocated contiguous array (NumPy on one thread); "
+        "memcpy: np.copyto of the same bytes, contiguous, at the row's thread count.",
+        "",
+        "| case | thr | pylayout | numpy | memcpy (thr threads) | / memcpy | x numpy |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(lines), flush=True)
+    nthreads = threads_to_measure()
+    progress = Progress(len(cases) * len(nthreads))
+    for name, make in cases:
+        progress.measuring(name)
+        view = make()
+        dst = np.empty(view.shape, view.dtype)
+        pl.copy_into(dst, view)
+        if not np.array_equal(dst, view):  # correctness first
+            raise AssertionError(f"{name}: copy_into's result differs from its input")
+        memcpy = Memcpy(view.nbytes)
+        for n in nthreads:
+            set_threads(n)
+            fns = [lambda: pl.copy_into(dst, view), lambda: np.copyto(dst, view), memcpy.fn(n)]
+            g = _gbps_all(view.nbytes, measure(fns, runs, repeat, min_time))
+            lines.append(f"| {name} | {n} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} | {fig(per_run(g[0], g[2]))} "
+                         f"| {fig(per_run(g[0], g[1]))} |")
+            progress.row(lines[-1])
+        del view, dst, memcpy
+        gc.collect()
+    progress.close()
+    set_threads(os.cpu_count() or 1)
+    return lines
+
+
 IN_CACHE_SIZES = ((64 << 10, "64 KB"), (256 << 10, "256 KB"), (1 << 20, "1 MB"))
 
 
@@ -998,7 +1054,7 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
             small = bench_small(quick, only, runs)
             if small:
                 print("\n".join(small) + "\n", flush=True)
-            for section in (bench_copies, bench_in_cache, bench_complex):
+            for section in (bench_copies, bench_numpy_views, bench_in_cache, bench_complex):
                 if section(quick, only, runs):
                     print(flush=True)
             if not only:
