@@ -557,6 +557,9 @@ def numpy_view_cases(quick: bool) -> list[tuple[str, object]]:
         shp = (max(1, 16 // s), 3, 256, 256)
         cases.append((f"NCHW batch flipped horizontally x[..., ::-1] {shp} {dt}",
                       lambda dt=dt, shp=shp: np.arange(int(np.prod(shp)), dtype=dt).reshape(shp)[..., ::-1]))
+    h, w = 1080 // s, 1920 // s
+    cases.append((f"HWC image BGR as RGB img[..., ::-1] ({h}, {w}, 3) uint8",
+                  lambda: (np.arange(h * w * 3) % 251).astype("uint8").reshape(h, w, 3)[..., ::-1]))
     return cases
 
 

@@ -536,7 +536,8 @@ PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, p
 #define PL_AVX2_REVERSE                                                                                  \
     .reverse = {[PL_SIZE1] = _pylayout_reverse1_avx2, [PL_SIZE2] = _pylayout_reverse2_avx2,                  \
                 [PL_SIZE4] = _pylayout_reverse4_avx2, [PL_SIZE8] = _pylayout_reverse8_avx2,                  \
-                [PL_SIZE16] = _pylayout_reverse16_avx2}
+                [PL_SIZE16] = _pylayout_reverse16_avx2},                                                     \
+    .reverse_groups = _pylayout_reverse_groups_avx2
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
     .pack_stream = {[PL_SIZE4] = _pylayout_pack4_avx2_stream},                                           \

@@ -73,6 +73,11 @@ typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0,
  * highest address).  A flipped innermost dim, NumPy's a[:, ::-1]. */
 typedef void (*_pylayout_reverse_fn)(const char *src, char *dst, int64_t n);
 
+/* Groups of g / size elements each copied reversed, dst[j][e] = src[j][P-1-e],
+ * ngroups of them packed in both (g <= 16 bytes), src the first group's
+ * lowest byte: BGR pixels as RGB, NumPy's img[..., ::-1]. */
+typedef void (*_pylayout_reverse_groups_fn)(const char *src, char *dst, int64_t ngroups, int64_t g, int64_t size);
+
 /* Thin transposes: P = 2 to PL_THIN_MAX_P planes of n elements each, plane p at
  * planes + p * plane_stride (bytes, any sign), and one dense array of n
  * groups of P elements.  zip interleaves:
@@ -119,6 +124,8 @@ typedef struct _pylayout_kernels {
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
+    /* Packed groups of 16 bytes or less, each reversed. */
+    _pylayout_reverse_groups_fn reverse_groups;
     /* The same with streaming stores, for copies beyond the caches. */
     _pylayout_gather2_fn gather2_stream[PL_NSIZES];
     /* Buffer-to-memory streaming copy. */
@@ -179,6 +186,9 @@ void _pylayout_reverse2_avx2(const char *src, char *dst, int64_t n);
 void _pylayout_reverse4_avx2(const char *src, char *dst, int64_t n);
 void _pylayout_reverse8_avx2(const char *src, char *dst, int64_t n);
 void _pylayout_reverse16_avx2(const char *src, char *dst, int64_t n);
+/* Groups of g / size elements, each reversed, packed in src and dst (g <= 16):
+ * BGR pixels to RGB.  src is the first group's lowest byte. */
+void _pylayout_reverse_groups_avx2(const char *src, char *dst, int64_t ngroups, int64_t g, int64_t size);
 
 /* interleave_x86.c: thin transposes with SSE2 (2 and 4 planes) and AVX2
  * (byte shuffles, every P). */

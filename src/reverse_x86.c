@@ -57,6 +57,32 @@ PL_AVX2 static inline __m256i pl_reverse32_16(__m256i v) { return _mm256_permute
         }                                                                                                \
     }
 
+/* Groups of P = g / size elements, each reversed in place, dst[j][e] =
+ * src[j][P - 1 - e] for j < ngroups, both packed (g bytes a group, at most
+ * 16): OpenCV's BGR pixels as RGB, img[..., ::-1].  src is the first
+ * group's lowest byte.  One 16-byte shuffle per floor(16 / g) groups; each
+ * store also writes the bytes past its groups, which the next step writes
+ * again, so the last step that would pass the row's end is left to the
+ * byte loop. */
+PL_AVX2 void _pylayout_reverse_groups_avx2(const char *src, char *dst, int64_t ngroups, int64_t g, int64_t size)
+{
+    const int64_t k = 16 / g, step = k * g;
+    _Alignas(16) char idx[16];
+    for (int64_t b = 0; b < 16; b++) { /* byte b of a step: byte r of element e of group q */
+        const int64_t q = b / g, e = b % g / size, r = b % size;
+        idx[b] = (char)(b < step ? q * g + (g / size - 1 - e) * size + r : 0x80);
+    }
+    const __m128i pattern = _mm_load_si128((const __m128i *)(const void *)idx);
+    const int64_t total = ngroups * g;
+    int64_t o = 0;
+    for (; o + 16 <= total; o += step)
+        _mm_storeu_si128((__m128i *)(void *)(dst + o),
+                         _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(src + o)), pattern));
+    for (; o < total; o += g) /* the groups left, one at a time */
+        for (int64_t e = 0; e < g; e += size)
+            memcpy(dst + o + e, src + o + g - size - e, (size_t)size);
+}
+
 PL_DEFINE_REVERSE(1)
 PL_DEFINE_REVERSE(2)
 PL_DEFINE_REVERSE(4)

@@ -506,7 +506,8 @@ END_TEST
 /* A flipped innermost dim (NumPy's a[:, ::-1]: plan.c's reverse kernels):
  * rows of 1 to 70 elements (each side of the 32-byte steps and their tail)
  * and 1000, every element size, src and dst off their lines, and the row
- * flipped in dst instead (then dst is walked backwards: src reversed). */
+ * flipped in dst instead (then dst is walked backwards: src reversed); then
+ * short rows packed one after another (img[..., ::-1]). */
 START_TEST(test_reversed_rows)
 {
     unsigned seed = 14;
@@ -518,6 +519,18 @@ START_TEST(test_reversed_rows)
                 tens s, d;
                 tens_make(&s, 2, shape, NULL, NULL, v == 2 ? both : flip, NULL, is, v * is, -1, &seed);
                 tens_make(&d, 2, shape, NULL, NULL, v == 1 ? flip : NULL, NULL, is, v * 3, SENTINEL, &seed);
+                check_and_free(&s, &d);
+            }
+    /* rows of 2 to 16 bytes packed along the next dim: groups reversed
+     * (BGR pixels as RGB), many per shuffle, ragged ends */
+    for (size_t is = 1; is <= 8; is *= 2)
+        for (int64_t P = 2; P * (int64_t)is <= 16; P++)
+            for (int v = 0; v < 2; v++) {
+                const int64_t shape[3] = {3, 331 + v, P};
+                static const int flip3[3] = {0, 0, 1};
+                tens s, d;
+                tens_make(&s, 3, shape, NULL, NULL, flip3, NULL, is, v * is, -1, &seed);
+                tens_make(&d, 3, shape, NULL, NULL, NULL, NULL, is, v * 5, SENTINEL, &seed);
                 check_and_free(&s, &d);
             }
 }

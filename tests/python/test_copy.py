@@ -300,7 +300,8 @@ def test_broadcast_rows_match_numpy(threads, dtype):
 
 
 # A flipped innermost dim (NumPy's a[:, ::-1], np.fliplr, an NCHW batch
-# flipped horizontally: plan.c's reverse kernels), every element size, rows
+# flipped horizontally, an HWC image's BGR pixels as RGB: plan.c's reverse
+# kernels), every element size, rows
 # each side of a 32-byte step, small and over the parallel threshold, src
 # and dst off their lines, and the flip on dst's side instead.  NumPy is the
 # oracle: torch has no negative strides.
@@ -309,7 +310,8 @@ def test_broadcast_rows_match_numpy(threads, dtype):
 def test_flipped_rows_match_numpy(threads, dtype):
     rng = np.random.default_rng(np.dtype(dtype).itemsize + 40)
     isz = np.dtype(dtype).itemsize
-    for shape in ((5, 1), (5, 31 // isz + 1), (7, 64 // isz + 5), (3, 1000), (16, 3, 64, 97), (2000, 700)):
+    for shape in ((5, 1), (5, 31 // isz + 1), (7, 64 // isz + 5), (3, 1000), (16, 3, 64, 97), (2000, 700),
+                  (37, 45, 3), (600, 800, 3), (9, 11, 4)):  # the last: images' pixels reversed (BGR as RGB)
         n = int(np.prod(shape))
         flat = rng.integers(0, 256, (n + 1) * isz, dtype=np.uint8).view(dtype)
         a = flat[1:n + 1].reshape(shape)
