@@ -583,10 +583,27 @@ static int64_t pl_transpose_tile(size_t itemsize)
     }
 }
 
+/* Cached-store transposes of 4-byte elements or wider whose dst rows are
+ * at least this long and all start the same whole number of elements into
+ * a line (NumPy's buffers: 16 or 32 bytes in) copy those first columns on
+ * their own, then the rest with every tile store on a line: a 64-byte store
+ * that straddles two lines costs Intel cores about twice an aligned one.
+ * Measured on the 2-core Xeon (Sapphire Rapids class, AVX-512) dev VM,
+ * n x n transposed into dst, src and dst 16 bytes into a line, 1 thread,
+ * best of 7, us, whole / split (/tmp harness, copy_into in a loop):
+ * float32 n=128 3.0 / 2.8, 256 13.1 / 9.3, 384 25.0 / 18.4, 512 94 / 73;
+ * float64 n=96 3.6 / 3.0, 256 27.1 / 21.4, 512 422 / 343; the AVX2 path
+ * float32 n=384 36.8 / 21.1.  Shorter rows lost (float32 n=64 0.60 / 0.80:
+ * the head is a quarter of the row), and so did 1- and 2-byte elements at
+ * 2 threads (uint8 1024 x 1024 49 / 58 us: their head, up to 63 columns,
+ * runs on one thread before the rest). */
+#define PL_ALIGN_SPLIT_ROW_BYTES 512
+
 /* TRANSPOSE units: tile sizes, the table's tile kernel when both unit
  * strides are one element, and a streaming variant for large copies.
  * Returns the bytes from dst to its next line when the copy should first
- * be split there to stream the rest (see _pylayout_copy_canonical), else 0. */
+ * be split there, to stream the rest or to store it on whole lines (see
+ * PL_ALIGN_SPLIT_ROW_BYTES and pl_copy_canonical), else 0. */
 static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a, const int64_t *ds,
                                    int64_t stream_bytes)
 {
@@ -617,7 +634,8 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
     const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
-    if (line_rows && head != 0 && head % is == 0)
+    const bool split = line_rows || (lines && is >= 4 && p->na * is >= PL_ALIGN_SPLIT_ROW_BYTES);
+    if (split && head != 0 && head % is == 0)
         return head;
     if (line_rows && head == 0) {
         /* whole dst lines per step: tiles four lines along a, one page
@@ -1013,7 +1031,10 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * large copy below stream or not as the whole copy would: 1024 x 1024
  * float32 transposed into a NumPy array's buffer (16 bytes into a line)
  * left a rest of 4 MiB less 48 bytes a row, under PL_STREAM_MIN_BYTES, which
- * then ran as cached tiles at 242 us against 124 us streamed. */
+ * then ran as cached tiles at 242 us against 124 us streamed.  It decides
+ * whether the copy may go parallel too: the rest of a 1 MiB uint8 or
+ * float32 transpose split at dst's line fell under the 1 MiB parallel
+ * threshold and ran on one thread. */
 static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
                               const char *src, char *dst, int nthreads, int64_t stream_bytes,
                               const pl_groups *pg)
@@ -1025,7 +1046,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     if (stream_bytes == 0)
         stream_bytes = total_bytes;
     int nt = 1; /* threads for this copy: asked for, and clamped to the machine, only when it may go parallel */
-    if (nthreads != 1 && total_bytes >= _pylayout_parallel_min_bytes()) { /* smaller: caller alone, unchunked */
+    if (nthreads != 1 && stream_bytes >= _pylayout_parallel_min_bytes()) { /* smaller: caller alone, unchunked */
         if (nthreads < 1)
             nthreads = _pylayout_threads_setting();
         nt = (int)pl_min(nthreads, _pylayout_machine_threads());
@@ -1094,8 +1115,9 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         if (head != 0) {
             /* dst is off its lines by whole elements, the same in every
              * row (NumPy's large buffers start 16 bytes into a line):
-             * copy those first columns on their own, then stream the
-             * rest from a line-aligned dst */
+             * copy those first columns on their own, then the rest from a
+             * line-aligned dst, streamed or with every store on a line;
+             * the rest may go parallel as the whole copy would */
             int64_t part[PYLAYOUT_MAX_NDIM];
             memcpy(part, shape, (size_t)n * sizeof *part);
             part[a] = head / is;

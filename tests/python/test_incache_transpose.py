@@ -1,11 +1,14 @@
-"""2-D float32 transposes that fit in cache, bit-exact against NumPy and torch.
+"""2-D transposes that fit in cache, bit-exact against NumPy and torch.
 
 The cached 4-byte tiles (AVX-512 16x16 blocks, AVX2 8x8, SSE2 4x4, in strips
 of 32 dst rows where dst rows are a multiple of 1 KiB apart) on every SIMD
 path, at 1 and 2 threads: square sizes around the powers of two, rectangles
 with thin tiles, sources that are views off their cache lines (sliced out of
 a larger array, rows padded), and destinations a few bytes into a larger
-buffer whose other bytes must stay untouched.  Each path runs in its own
+buffer whose other bytes must stay untouched.  float32, float64 and 16-byte
+elements whose dst rows all start the same whole number of elements into a
+line take the aligned split (plan.c, PL_ALIGN_SPLIT_ROW_BYTES): the first
+columns on their own, then the rest with every store on a line.  Each path runs in its own
 interpreter with PYLAYOUT_SIMD set (the path is chosen once, at import); a
 path this CPU lacks runs the best one it has, which the child reports.
 """
@@ -23,14 +26,15 @@ import numpy as np
 
 SENT = 0xA5
 
-def source(rows, cols, pad, off, seed):
-    # rows x cols float32 view, rows (cols + pad) elements apart, starting
-    # off bytes into its buffer; random bytes, so NaN payloads come through
+def source(rows, cols, pad, off, seed, dtype=np.float32):
+    # rows x cols view, rows (cols + pad) elements apart, starting off bytes
+    # into its buffer; random bytes, so NaN payloads come through
     rng = np.random.default_rng(seed)
-    n = rows * (cols + pad) * 4 + off + 64
+    size = np.dtype(dtype).itemsize
+    n = rows * (cols + pad) * size + off + 64
     raw = rng.integers(0, 256, n, dtype=np.uint8)
     lo = (-raw.ctypes.data) % 64 + off
-    full = raw[lo:lo + rows * (cols + pad) * 4].view(np.float32).reshape(rows, cols + pad)
+    full = raw[lo:lo + rows * (cols + pad) * size].view(dtype).reshape(rows, cols + pad)
     return full[:, :cols]
 
 def as_bytes(x):
@@ -43,10 +47,10 @@ def check(a, dst_off):
     view = a.T if oracle == "numpy" else torch.from_numpy(a).T
     got = pl.contiguous(view)
     assert as_bytes(got) == want.view(np.uint8).tobytes(), ("contiguous", a.shape)
-    nbytes = a.size * 4
+    nbytes = a.size * a.itemsize
     raw = np.full(nbytes + dst_off + 192, SENT, np.uint8)
     lo = (-raw.ctypes.data) % 64 + dst_off
-    region = raw[lo:lo + nbytes].view(np.float32).reshape(want.shape)
+    region = raw[lo:lo + nbytes].view(a.dtype).reshape(want.shape)
     dst = region if oracle == "numpy" else torch.from_numpy(region)
     pl.copy_into(dst, view)
     assert raw[lo:lo + nbytes].tobytes() == want.view(np.uint8).tobytes(), ("copy_into", a.shape, dst_off)
@@ -85,6 +89,15 @@ def run():
         for i, (rows, cols) in enumerate(((512, 512), (724, 362), (600, 520))):
             for soff, doff in ((0, 0), (16, 16), (4, 60)):
                 repeated(source(rows, cols, 0, soff, 100 + i), doff)
+        # wider elements: dst rows of 512 bytes and more split at dst's
+        # line where the offset is whole elements (8 / 16 / 48 bytes), and
+        # stay whole where it is not (4, 12); ragged edges, 1 MiB and up
+        # (the rest going parallel at 2 threads) included
+        for dtype, shapes in ((np.float64, ((64, 64), (96, 96), (256, 256), (300, 128), (128, 77), (512, 512))),
+                              (np.complex128, ((32, 32), (64, 64), (100, 64), (256, 256), (40, 300)))):
+            for i, (rows, cols) in enumerate(shapes):
+                for soff, doff in ((0, 0), (16, 16), (0, 48), (8, 8), (4, 12), (16, 40)):
+                    check(source(rows, cols, 0, soff, 200 + i, dtype), doff)
     print("simd=" + pl.info()["simd"], "cases", len(cases))
 
 run()
