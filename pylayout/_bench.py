@@ -621,6 +621,16 @@ def _checked_transpose(rows: int, cols: int, what: str):
     return base, x, x.numpy(), dst, dst.numpy()
 
 
+def _off_line(base, off: int = 16):
+    """A NumPy copy of `base` whose data starts `off` bytes past a cache line,
+    as NumPy's own allocations of 1 MB and more do (malloc's mmap'd chunks)."""
+    raw = np.empty(base.nbytes + 64 + off, np.uint8)
+    start = (-raw.ctypes.data) % 64 + off
+    a = raw[start:start + base.nbytes].view(base.dtype).reshape(base.shape)
+    a[...] = base
+    return a
+
+
 def _into_contestants(x, a, dst, dst_a, memcpy, threads: int, number: int) -> list:
     """pylayout.copy_into, torch's copy_, np.copyto and memcpy of the same bytes
     at `threads` threads, each as a batch of `number` calls."""
@@ -645,17 +655,23 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
              "its Python call, which at 64 KB is a large part of it: see µs/call.  The last two columns time "
              "pylayout.copy_into on the same memory as NumPy arrays (x.numpy(), dst.numpy()): NumPy operands, "
              "as the memcpy's are, cost pylayout a shorter call than torch tensors (no autograd routing, "
-             "guards or version bump).",
+             "guards or version bump).  The last two time it on NumPy arrays whose src and dst start 16 bytes "
+             "past a cache line, as NumPy's own buffers of 1 MB and more do (torch's start on a line).",
              "",
              "| case | thr | pylayout | torch | numpy | memcpy in cache (thr threads) | / memcpy | x torch | x numpy "
-             "| pylayout µs/call | pylayout, NumPy operands | / memcpy, NumPy operands |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| pylayout µs/call | pylayout, NumPy operands | / memcpy, NumPy operands "
+             "| pylayout, NumPy 16 B off a line | / memcpy, off a line |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     print("\n".join(lines), flush=True)
     repeat = 3 if quick else 7
     batch_bytes = (16 << 20) if quick else (128 << 20)
     for nbytes, label, name in names:
         side = int((nbytes // 4) ** 0.5)
-        _, x, a, dst, dst_a = _checked_transpose(side, side, name)
+        base, x, a, dst, dst_a = _checked_transpose(side, side, name)
+        a_off, dst_off = _off_line(base.numpy()).T, _off_line(dst_a)
+        pl.copy_into(dst_off, a_off)
+        if not np.array_equal(dst_off, a_off):
+            raise AssertionError(f"{name}: copy_into's result differs from its input, 16 bytes off a line")
         memcpy = Memcpy(nbytes)
         number = max(4, batch_bytes // nbytes)
         name = f"{name} ({side}x{side}, {number} calls per batch)"
@@ -663,11 +679,13 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
             set_threads(n)
             fns = _into_contestants(x, a, dst, dst_a, memcpy, n, number)
             fns.append(batched(lambda: pl.copy_into(dst_a, a), number))
+            fns.append(batched(lambda: pl.copy_into(dst_off, a_off), number))
             times = measure(fns, runs, repeat, number=number)
             g = _gbps_all(nbytes, times)
             lines.append(f"| {name} | {n} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} | {fig(g[3])} "
                          f"| {fig(per_run(g[0], g[3]))} | {fig(per_run(g[0], g[1]))} | {fig(per_run(g[0], g[2]))} "
-                         f"| {fig([t * 1e6 for t in times[0]])} | {fig(g[4])} | {fig(per_run(g[4], g[3]))} |")
+                         f"| {fig([t * 1e6 for t in times[0]])} | {fig(g[4])} | {fig(per_run(g[4], g[3]))} "
+                         f"| {fig(g[5])} | {fig(per_run(g[5], g[3]))} |")
             print(lines[-1], flush=True)
     set_threads(os.cpu_count() or 1)
     return lines
