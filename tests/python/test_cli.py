@@ -267,7 +267,8 @@ def test_bench_goal_rows_with_spread():
             assert SPREAD.match(row[column]), (column, row[column])
     for size in ("64 KB", "256 KB", "1 MB"):
         for row in bench_rows(out, f"in-cache 2-D transpose {size}").values():
-            for column in ("pylayout, NumPy operands", "/ memcpy, NumPy operands"):
+            for column in ("pylayout, NumPy operands", "/ memcpy, NumPy operands",
+                           "pylayout, NumPy 16 B off a line", "/ memcpy, off a line"):
                 assert SPREAD.match(row[column]), (size, column, row[column])
     assert "multi-thread memcpy, CPU time / wall time" in out or THREADS == [1]
 
