@@ -20,6 +20,7 @@ come from the same run) before their median and spread.
 """
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import platform
@@ -28,7 +29,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import pylayout as pl
 
@@ -546,20 +547,27 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
     return lines
 
 
-def numpy_view_cases(quick: bool) -> list[tuple[str, object]]:
+def _flipped_last(shape: tuple[int, ...], dt: str, modulo: int = 0) -> Any:
+    """np.arange over `shape` (mod `modulo` when set) as `dt`, its last dim reversed."""
+    values = np.arange(int(np.prod(shape)))
+    if modulo:
+        values = values % modulo
+    return values.astype(dt).reshape(shape)[..., ::-1]
+
+
+def numpy_view_cases(quick: bool) -> list[tuple[str, Callable[[], Any]]]:
     """NumPy views that torch cannot hold (negative strides): (name, make)."""
     s = 4 if quick else 1
     n = 2048 // s
-    cases = []
+    cases: list[tuple[str, Callable[[], Any]]] = []
     for dt in ("uint8", "float32"):
-        cases.append((f"flipped rows a[:, ::-1] ({n}, {n}) {dt}",
-                      lambda dt=dt: np.arange(n * n, dtype=dt).reshape(n, n)[:, ::-1]))
+        cases.append((f"flipped rows a[:, ::-1] ({n}, {n}) {dt}", functools.partial(_flipped_last, (n, n), dt)))
         shp = (max(1, 16 // s), 3, 256, 256)
         cases.append((f"NCHW batch flipped horizontally x[..., ::-1] {shp} {dt}",
-                      lambda dt=dt, shp=shp: np.arange(int(np.prod(shp)), dtype=dt).reshape(shp)[..., ::-1]))
+                      functools.partial(_flipped_last, shp, dt)))
     h, w = 1080 // s, 1920 // s
     cases.append((f"HWC image BGR as RGB img[..., ::-1] ({h}, {w}, 3) uint8",
-                  lambda: (np.arange(h * w * 3) % 251).astype("uint8").reshape(h, w, 3)[..., ::-1]))
+                  functools.partial(_flipped_last, (h, w, 3), "uint8", 251)))
     return cases
 
 
@@ -621,16 +629,6 @@ def _checked_transpose(rows: int, cols: int, what: str):
     return base, x, x.numpy(), dst, dst.numpy()
 
 
-def _off_line(base, off: int = 16):
-    """A NumPy copy of `base` whose data starts `off` bytes past a cache line,
-    as NumPy's own allocations of 1 MB and more do (malloc's mmap'd chunks)."""
-    raw = np.empty(base.nbytes + 64 + off, np.uint8)
-    start = (-raw.ctypes.data) % 64 + off
-    a = raw[start:start + base.nbytes].view(base.dtype).reshape(base.shape)
-    a[...] = base
-    return a
-
-
 def _into_contestants(x, a, dst, dst_a, memcpy, threads: int, number: int) -> list:
     """pylayout.copy_into, torch's copy_, np.copyto and memcpy of the same bytes
     at `threads` threads, each as a batch of `number` calls."""
@@ -668,7 +666,7 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
     for nbytes, label, name in names:
         side = int((nbytes // 4) ** 0.5)
         base, x, a, dst, dst_a = _checked_transpose(side, side, name)
-        a_off, dst_off = _off_line(base.numpy()).T, _off_line(dst_a)
+        a_off, dst_off = _off_line(base, 16).copy_(base).numpy().T, _off_line(dst, 16).numpy()
         pl.copy_into(dst_off, a_off)
         if not np.array_equal(dst_off, a_off):
             raise AssertionError(f"{name}: copy_into's result differs from its input, 16 bytes off a line")
