@@ -650,11 +650,12 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
              "pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x), float32 transposed -> contiguous "
              "into a preallocated output; memcpy: np.copyto of the same bytes, also in cache, at the row's thread "
              "count.  Calls are timed in batches (calls per batch in the case name); every figure includes "
-             "its Python call, which at 64 KB is a large part of it: see µs/call.  The last two columns time "
-             "pylayout.copy_into on the same memory as NumPy arrays (x.numpy(), dst.numpy()): NumPy operands, "
-             "as the memcpy's are, cost pylayout a shorter call than torch tensors (no autograd routing, "
-             "guards or version bump).  The last two time it on NumPy arrays whose src and dst start 16 bytes "
-             "past a cache line, as NumPy's own buffers of 1 MB and more do (torch's start on a line).",
+             "its Python call, which at 64 KB is a large part of it: see µs/call.  The 'NumPy operands' columns "
+             "time pylayout.copy_into on the same memory as NumPy arrays (x.numpy(), dst.numpy()): NumPy "
+             "operands, as the memcpy's are, cost pylayout a shorter call than torch tensors (no autograd "
+             "routing, guards or version bump).  The 'off a line' columns time it on NumPy arrays whose src "
+             "and dst start 16 bytes past a cache line, as NumPy's own buffers of 1 MB and more do (torch's "
+             "start on a line).",
              "",
              "| case | thr | pylayout | torch | numpy | memcpy in cache (thr threads) | / memcpy | x torch | x numpy "
              "| pylayout µs/call | pylayout, NumPy operands | / memcpy, NumPy operands "

@@ -1032,9 +1032,9 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * float32 transposed into a NumPy array's buffer (16 bytes into a line)
  * left a rest of 4 MiB less 48 bytes a row, under PL_STREAM_MIN_BYTES, which
  * then ran as cached tiles at 242 us against 124 us streamed.  It decides
- * whether the copy may go parallel too: the rest of a 1 MiB uint8 or
- * float32 transpose split at dst's line fell under the 1 MiB parallel
- * threshold and ran on one thread. */
+ * whether the copy may go parallel too: the rest of a 1 MiB float32
+ * transpose split at dst's line (PL_ALIGN_SPLIT_ROW_BYTES) fell under the
+ * 1 MiB parallel threshold and ran on one thread. */
 static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
                               const char *src, char *dst, int nthreads, int64_t stream_bytes,
                               const pl_groups *pg)
