@@ -1,8 +1,9 @@
 /*
  * cpu_features.c - the one place that asks which instruction sets this CPU
  * has (cache_size.c asks its L3 size): feature detection, the PYLAYOUT_SIMD
- * cap, the kernel table every copy and pack then uses, and the build facts
- * pylayout_build_info reports.
+ * cap, the kernel table every copy and pack then uses, whose cores these are
+ * where that decides a prefetch (_pylayout_prefetch_rows), and the build
+ * facts pylayout_build_info reports.
  *
  * Like libdeflate's lib/x86/cpu_features.c: kernels live in per-architecture
  * files (copy_x86.c, complex_x86.c) compiled with per-function target
@@ -70,6 +71,16 @@ const _pylayout_kernels *_pylayout_kernels_get(void)
         atomic_store_explicit(&pl_kernels_chosen, k, memory_order_release);
     }
     return k;
+}
+
+bool _pylayout_prefetch_rows(void)
+{
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+    __builtin_cpu_init();
+    return !__builtin_cpu_is("intel");
+#else
+    return true;
+#endif
 }
 
 pylayout_status pylayout_build_info(bool *openmp_ret, const char **simd_ret)

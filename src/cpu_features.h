@@ -23,6 +23,12 @@ unsigned _pylayout_cpu_features(void);
  * nothing).  The first call decides; thread-safe. */
 const _pylayout_kernels *_pylayout_kernels_get(void);
 
+/* Whether transposes built in a buffer (plan.c's stream_out units) should
+ * prefetch the src rows they read in software: true except on Intel cores,
+ * whose L2 streamer follows the few dozen rows of such a unit by itself
+ * (see PL_PREFETCH_UNITS).  Decided once; thread-safe. */
+bool _pylayout_prefetch_rows(void);
+
 /* Bytes of the last-level (L3) cache the calling CPU shares with its
  * neighbours, from Linux's /sys/devices/system/cpu/cpu0/cache; 0 where
  * unknown (another OS, no sysfs).  Read once; thread-safe. */

@@ -76,6 +76,17 @@
  * of the next; and leaving out the partial first and last lines of each
  * block altogether (the cost of their reads for ownership is noise). */
 #define PL_PREFETCH_UNITS 2
+/* Not on Intel cores (_pylayout_prefetch_rows): on the 2-core Sapphire
+ * Rapids class dev VM the same prefetches cost time, the L2 streamer
+ * following the rows alone.  Float32, GB/s, median of 9-15 runs, the two
+ * ways interleaved in one process, with / without:
+ *   (27,28,28,28,28) by (2,3,1,4,0)  1 thread 9.9-10.1 / 10.2-10.6,
+ *                                    2 threads 19.3-19.9 / 20.1-21.3;
+ *   (20,24,32,32,24) by (2,3,1,4,0)  8.7 / 9.8, 16.7 / 18.9;
+ *   (32,64,40,40) by (1,3,2,0) and (16,60,60,60) by (2,1,3,0): level.
+ * Farther (3-6 units) or L2-only (T1) prefetches were no better than 2
+ * units there.  The row units' prefetch (PL_AHEAD_ROW_BYTES) was level or
+ * slightly ahead on that VM, and stays on everywhere. */
 
 /* Rows (PL_ROWS units) up to a cache line long are copied with fixed-size
  * moves the compiler inlines: a memcpy call per row was most of a short
@@ -974,7 +985,8 @@ static void pl_keep_src_lines_hot(pl_plan *p, int nl)
 /* Buffered (stream_out) units: when the innermost loop that runs more than
  * once steps src by a few lines at most (pl_keep_src_lines_hot put it
  * there), the next units read on along the same rows; each unit then
- * prefetches its rows PL_PREFETCH_UNITS units ahead.  Row units read
+ * prefetches its rows PL_PREFETCH_UNITS units ahead, on CPUs whose
+ * hardware does not (_pylayout_prefetch_rows).  Row units read
  * ahead as PL_ROWS_AHEAD_BYTES says. */
 static void pl_choose_prefetch(pl_plan *p, int nl)
 {
@@ -990,7 +1002,7 @@ static void pl_choose_prefetch(pl_plan *p, int nl)
             continue;
         if (rows)
             p->pf_dist = PL_ROWS_AHEAD_BYTES / unit_bytes * p->sstep[c];
-        else if (pl_abs(p->sstep[c]) <= PL_NEAR_SRC_STEP_BYTES)
+        else if (pl_abs(p->sstep[c]) <= PL_NEAR_SRC_STEP_BYTES && _pylayout_prefetch_rows())
             p->pf_dist = PL_PREFETCH_UNITS * p->sstep[c];
         return;
     }
