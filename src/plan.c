@@ -82,8 +82,7 @@
  * ways interleaved in one process, with / without:
  *   (27,28,28,28,28) by (2,3,1,4,0)  1 thread 9.9-10.1 / 10.2-10.6,
  *                                    2 threads 19.3-19.9 / 20.1-21.3;
- *   (20,24,32,32,24) by (2,3,1,4,0)  8.7 / 9.8, 16.7 / 18.9;
- *   (32,64,40,40) by (1,3,2,0) and (16,60,60,60) by (2,1,3,0): level.
+ *   (20,24,32,32,24) by (2,3,1,4,0)  8.7 / 9.8, 16.7 / 18.9.
  * Farther (3-6 units) or L2-only (T1) prefetches were no better than 2
  * units there.  The row units' prefetch (PL_AHEAD_ROW_BYTES) was level or
  * slightly ahead on that VM, and stays on everywhere. */
