@@ -177,6 +177,82 @@ static void pl_sfence(void) { _mm_sfence(); }
             CACHED_TILE(src + nal * ssa, ssa, dst + nal * (SIZE), dsb, na - nal, nb);                    \
     }
 
+/* Wrapped tiles, for a dst whose rows are dense, a whole number of lines
+ * long, and start h elements before a line (0 < h < one line): NumPy's
+ * buffers start 16 bytes into one, so a contiguous NumPy output of float32
+ * rows is off by 4 elements in every row.  Blocks of a row then straddle
+ * lines, and an Intel core pays about two stores for each.
+ *
+ * Read dst from its first line on as virtual rows of na elements: virtual
+ * row J is dst row J from element h on, then the first h elements of row
+ * J + 1.  Its element c is src row c + h at column J while c + h < na, and
+ * src row c + h - na at column J + 1 after that.  Every virtual row starts
+ * on a line, so VxV blocks of them (MICRO) store whole aligned vectors and
+ * write each dst line once.  The blocks whose V virtual columns reach the
+ * wrap (c + V > na - h) go through NAME##_edge, which gathers their rows
+ * in a buffer.  The blocks go in passes of 512 bytes of virtual row (each
+ * pass every V rows of the unit in turn), so the src rows a pass reads
+ * stay in L1/L2 while the next rows use their next lines.  A unit writes
+ * its own rows only: row 0's first h elements on their own (MOVE2D), and
+ * its last virtual row only up to the wrap.  Anything else (rows not
+ * dense or not whole lines, dst on a line, fewer than V rows) goes to
+ * TILE.  Figures: plan.c, PL_WRAP_MAX_ROW_BYTES. */
+#define PL_DEFINE_WRAP_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STORE, MICRO, TILE, MOVE2D)            \
+    ATTR static void NAME##_edge(const char *src, int64_t ssa, char *d, int64_t dsb, int64_t na, int64_t h,   \
+                                 int64_t c, int64_t J, bool last)                                        \
+    {                                                                                                    \
+        enum { ROW = (V) * (SIZE) };                                                                     \
+        _Alignas(64) char buf[(V) * ROW];                                                                \
+        for (int k = 0; k < (V); k++) {                                                                  \
+            const int64_t r = c + k + h; /* src row of virtual column c + k */                           \
+            if (r < na) {                                                                                \
+                memcpy(buf + k * ROW, src + r * ssa + J * (SIZE), ROW);                                  \
+            } else if (!last) {                                                                          \
+                memcpy(buf + k * ROW, src + (r - na) * ssa + (J + 1) * (SIZE), ROW);                     \
+            } else { /* column J + V is past the unit: that element is not stored */                     \
+                memcpy(buf + k * ROW, src + (r - na) * ssa + (J + 1) * (SIZE), ROW - (SIZE));            \
+                memset(buf + k * ROW + ROW - (SIZE), 0, SIZE);                                           \
+            }                                                                                            \
+        }                                                                                                \
+        VEC o[V];                                                                                        \
+        TRANSPOSE(buf, ROW, o);                                                                          \
+        for (int k = 0; k < (V) - (last ? 1 : 0); k++)                                                   \
+            STORE(d + k * dsb + c * (SIZE), o[k]);                                                       \
+        if (last && na - h > c) { /* the unit's last virtual row, up to its wrap */                     \
+            _Alignas(64) char t[ROW];                                                                    \
+            STORE(t, o[(V) - 1]);                                                                        \
+            memcpy(d + ((V) - 1) * dsb + c * (SIZE), t, (size_t)(na - h - c) * (SIZE));                 \
+        }                                                                                                \
+    }                                                                                                    \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        const int64_t h = (int64_t)((64 - (uintptr_t)dst % 64) % 64) / (SIZE);                          \
+        if (nb < (V) || dsb != na * (SIZE) || dsb % 64 != 0 || h == 0 || (uintptr_t)dst % (SIZE) != 0) { \
+            TILE(src, ssa, dst, dsb, na, nb);                                                            \
+            return;                                                                                      \
+        }                                                                                                \
+        MOVE2D(src, ssa, SIZE, dst, SIZE, dsb, h, 1);                                                    \
+        char *vd = dst + h * (SIZE);                                                                     \
+        const int64_t cw = (na - h) / (V) * (V); /* the first block that reaches the wrap */             \
+        const int64_t ct = 512 / (SIZE); /* virtual columns a pass: 512 bytes of each src row */       \
+        for (int64_t c0 = 0; c0 < na; c0 += ct) {                                                        \
+            const int64_t c1 = c0 + ct < na ? c0 + ct : na;                                              \
+            for (int64_t j = 0; j < nb; j += (V)) {                                                      \
+                const int64_t J = j + (V) > nb ? nb - (V) : j; /* the last block shifted back */         \
+                const bool last = J + (V) == nb;                                                         \
+                const char *s = src + h * ssa + J * (SIZE);                                              \
+                char *d = vd + J * dsb;                                                                  \
+                for (int64_t c = c0; c < (c1 < cw ? c1 : cw); c += (V))                                  \
+                    MICRO(s + c * ssa, ssa, d + c * (SIZE), dsb);                                        \
+                for (int64_t c = c0 > cw ? c0 : cw; c < c1; c += (V))                                    \
+                    if (c + h >= na && !last) /* wholly past the wrap: src rows from 0, column J + 1 */  \
+                        MICRO(src + (c + h - na) * ssa + (J + 1) * (SIZE), ssa, d + c * (SIZE), dsb);    \
+                    else                                                                                 \
+                        NAME##_edge(src, ssa, d, dsb, na, h, c, J, last);                                \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
 PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro2_sse2, PL_SSE2, 8, __m128i, pl_t8x8_epi16, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro4_sse2, PL_SSE2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
@@ -367,6 +443,10 @@ PL_AVX2 static void pl_tile4_avx2(const char *src, int64_t ssa, char *dst, int64
 }
 PL_DEFINE_TILE(pl_tile8_avx2_whole, PL_AVX2, 8, 4, pl_micro8_avx2, _pl_move2d_8)
 PL_DEFINE_TILE_STRIPS(pl_tile8_avx2, PL_AVX2, 8, 1024, pl_tile8_avx2_whole)
+PL_DEFINE_WRAP_TILE(pl_wtile4_avx2, PL_AVX2, 4, 8, __m256, pl_t8x8_ps, pl_storeu_ps256, pl_micro4_avx2, pl_tile4_avx2,
+                    _pl_move2d_4)
+PL_DEFINE_WRAP_TILE(pl_wtile8_avx2, PL_AVX2, 8, 4, __m256d, pl_t4x4_pd, pl_storeu_pd256, pl_micro8_avx2, pl_tile8_avx2,
+                    _pl_move2d_8)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
 /* Two 16x16 byte blocks stacked along i (rows s and s + 16 * ssa) at once,
@@ -546,6 +626,7 @@ PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, p
 const _pylayout_kernels _pylayout_kernels_avx2 = {
     .name = "avx2",
     PL_AVX2_TILES(pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2),
+    .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx2,
         [PL_SIZE2] = pl_stile2_avx2,
@@ -854,6 +935,12 @@ PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_sto
 PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)
 PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 1, pl_tile4_avx512_whole)
 PL_DEFINE_WIDE_TILE(pl_tile4_avx512, 16, 4096, pl_tile4_avx512_strips, pl_tile4_avx2)
+PL_DEFINE_WRAP_TILE(pl_wtile4_avx512, PL_AVX512, 4, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512, pl_micro4_avx512,
+                    pl_tile4_avx512, _pl_move2d_4)
+PL_AVX512 static inline void pl_storeu_pd512(char *d, __m512d v) { _mm512_storeu_pd((double *)(void *)d, v); }
+PL_DEFINE_MICRO(pl_micro8_avx512, PL_AVX512, 8, __m512d, pl_t8x8_pd512, pl_storeu_pd512)
+PL_DEFINE_WRAP_TILE(pl_wtile8_avx512, PL_AVX512, 8, 8, __m512d, pl_t8x8_pd512, pl_storeu_pd512, pl_micro8_avx512,
+                    pl_tile8_avx2, _pl_move2d_8)
 
 /* The cached 2-byte tile: 32x32 blocks (pl_t32x32_epi16), one 64-byte
  * store per dst row, in strips; thinner tiles, and rows a multiple of 2 KiB
@@ -974,6 +1061,7 @@ PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, 
 const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
     PL_AVX2_TILES(pl_tile1_avx512, pl_tile2_avx512, pl_tile4_avx512),
+    .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx512, [PL_SIZE8] = pl_wtile8_avx512},
     .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,

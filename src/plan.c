@@ -609,13 +609,41 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * runs on one thread before the rest). */
 #define PL_ALIGN_SPLIT_ROW_BYTES 512
 
+/* Cached-store transposes into dense dst rows of 512 B - 4 KiB that all
+ * start the same whole number of elements before a line (NumPy's buffers:
+ * 16 bytes into one) take the tables' wrapped tiles (tile_wrap in
+ * kernels.h) instead of the split above: each dst line written once, whole
+ * and aligned, and no column copy of its own.  Units are whole dst rows, at
+ * most PL_WRAP_ROWS of them, and at least 16 units a thread when the copy
+ * may go parallel: with 4 a thread the team's fixed halves were a few
+ * chunks each and a late worker left the caller waiting (512 x 512 float32
+ * at 2 threads: 22 or 42 us from run to run, against 22 with 16).
+ * Measured on the 2-core Xeon (Sapphire Rapids class) dev VM, src (R, C)
+ * read transposed into dst rows of R elements, src and dst 16 bytes into a
+ * line, best of 7, us, wrapped / split in one process (/tmp harness calling
+ * pylayout_copy, a throwaway switch between the two), AVX-512:
+ *   1 thread, float32: R x C = 128 x 128 2.10 / 2.49-2.54, 256 x 256 8.0 /
+ *   9.1, 512 x 512 48.5-48.8 / 54.1-55.9, 1024 x 256 56.5-58.6 / 75-76,
+ *   160 x 2048 87-89 / 115-118; float64: 128 x 128 4.1 / 5.1, 256 x 256
+ *   16.8-16.9 / 21.1-21.2, 512 x 512 181-183 / 304-312;
+ *   2 threads, float32: 512 x 512 22.2-22.3 / 34.3-35.7, 1024 x 256 28 /
+ *   46-49, 512 x 1024 87-92 / 121-125; float64 512 x 512 91-94 / 115-117;
+ *   AVX2, 1 thread: float32 512 x 512 54.6 / 66.4, float64 128 x 128 5.1 /
+ *   5.1.
+ * Rows longer than 4 KiB stay split: whole-row units were then too few to
+ * share and too long for the src lines a unit reads to stay near (float32
+ * 8192 x 64 at 2 threads, before the c passes of the kernel: 148-191 /
+ * 82-91); rows of 1024 float32 came out level. */
+#define PL_WRAP_MAX_ROW_BYTES 4096
+#define PL_WRAP_ROWS 128
+
 /* TRANSPOSE units: tile sizes, the table's tile kernel when both unit
  * strides are one element, and a streaming variant for large copies.
  * Returns the bytes from dst to its next line when the copy should first
  * be split there, to stream the rest or to store it on whole lines (see
  * PL_ALIGN_SPLIT_ROW_BYTES and pl_copy_canonical), else 0. */
 static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a, const int64_t *ds,
-                                   int64_t stream_bytes)
+                                   int64_t stream_bytes, int nt)
 {
     const int64_t is = (int64_t)p->itemsize;
     const int64_t t = pl_transpose_tile(p->itemsize);
@@ -644,6 +672,16 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
     const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
+    if (!large && head != 0 && head % is == 0 && k->tile_wrap[lg] != NULL && p->dsb == p->na * is &&
+        p->dsb % PL_LINE_BYTES == 0 && p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES) {
+        /* dense dst rows off their lines: units of whole rows, at least
+         * 16 a thread when the copy may go parallel */
+        p->tile = k->tile_wrap[lg];
+        p->ta = p->na;
+        const int64_t rows = nt > 1 ? p->nb / (16 * nt) : PL_WRAP_ROWS;
+        p->tb = pl_min(p->nb, pl_max(16, pl_min(PL_WRAP_ROWS, rows) / 16 * 16));
+        return 0;
+    }
     const bool split = line_rows || (lines && is >= 4 && p->na * is >= PL_ALIGN_SPLIT_ROW_BYTES);
     if (split && head != 0 && head % is == 0)
         return head;
@@ -1122,7 +1160,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     } else if (p.kind != PL_TRANSPOSE) {
         pl_choose_rows(&p, k, total_bytes, nt);
     } else {
-        const int64_t head = pl_choose_transpose(&p, k, a, ds, stream_bytes);
+        const int64_t head = pl_choose_transpose(&p, k, a, ds, stream_bytes, nt);
         if (head != 0) {
             /* dst is off its lines by whole elements, the same in every
              * row (NumPy's large buffers start 16 bytes into a line):

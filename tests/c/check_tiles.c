@@ -2,7 +2,8 @@
  * check_tiles.c - Check tests of the transpose tile kernels through
  * pylayout_copy: 1-, 4- and 8-byte 2-D transposes (the AVX-512, AVX2, SSE2
  * and portable tiles, cached and streaming) and 4-byte permutes with thin,
- * ragged tiles like (27,28,28,28,28).permute(2,3,1,4,0).
+ * ragged tiles like (27,28,28,28,28).permute(2,3,1,4,0), and transposes
+ * into dense dst rows that start before a line (the wrapped tiles).
  *
  * Every copy is compared with a naive reference; the destination sits at
  * a byte offset off its cache lines (or on one) inside a buffer whose
@@ -324,6 +325,31 @@ START_TEST(test_f32_permute_5d)
 }
 END_TEST
 
+/* float32 / float64 transposes into dense dst rows of 512 B - 4 KiB that
+ * start whole elements before a line (the wrapped tiles, tile_wrap in
+ * kernels.h): every head h from one element to a line less one, units
+ * whose last block of rows is shifted back (ragged column counts, fewer
+ * rows than a block, exactly one block), several units at 2 threads, a
+ * batch of transposes, and around the rule: rows of 448 bytes, 8 KiB
+ * (the split), dst off by bytes (cached tiles) or on a line. */
+START_TEST(test_wrapped)
+{
+    static const int perm[3] = {0, 2, 1};
+    static const int64_t b32[3] = {3, 28, 128}, b64[3] = {5, 17, 64};
+    const copy_case cases[] = {
+        transpose_case(128, 16, 4),  transpose_case(128, 17, 4),  transpose_case(144, 31, 4),
+        transpose_case(256, 100, 4), transpose_case(512, 47, 4),  transpose_case(1024, 130, 4),
+        transpose_case(256, 15, 4),  transpose_case(512, 512, 4), transpose_case(112, 40, 4),
+        transpose_case(2048, 20, 4), transpose_case(64, 8, 8),    transpose_case(64, 9, 8),
+        transpose_case(72, 33, 8),   transpose_case(256, 100, 8), transpose_case(512, 7, 8),
+        permute_case(3, b32, perm, 4), permute_case(3, b64, perm, 8),
+    };
+    static const size_t offs[] = {0, 4, 0, 8, 4, 12, 0, 16, 16, 32, 8, 48, 12, 56, 0, 60, 3, 5, 0, 0};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 10};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* float32 / float64 transposes above PL_STREAM_MIN_BYTES: the AVX-512
  * 256-byte-run kernels (dst rows a multiple of 64 bytes, so every row
  * starts on a line), with partial 64- / 32-row runs, columns past the last
@@ -463,6 +489,7 @@ static Suite *tiles_suite(void)
         TCASE("u8-direct", TEST(test_u8_bands_direct)),
 #endif
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
+        TCASE("wrapped", TEST(test_wrapped)),
         TCASE("f64", TEST(test_f64_streaming)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes)),
     };

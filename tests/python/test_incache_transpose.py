@@ -8,9 +8,13 @@ a larger array, rows padded), and destinations a few bytes into a larger
 buffer whose other bytes must stay untouched.  float32, float64 and 16-byte
 elements whose dst rows all start the same whole number of elements into a
 line take the aligned split (plan.c, PL_ALIGN_SPLIT_ROW_BYTES): the first
-columns on their own, then the rest with every store on a line.  Each path runs in its own
-interpreter with PYLAYOUT_SIMD set (the path is chosen once, at import); a
-path this CPU lacks runs the best one it has, which the child reports.
+columns on their own, then the rest with every store on a line; float32 and
+float64 rows of 512 bytes to 4 KiB instead take the wrapped tiles
+(PL_WRAP_MAX_ROW_BYTES: heads of 1, 12 and 13 float32 and of 2, 3, 6 and
+7 float64 elements, ragged row counts, several units at 2 threads).  Each
+path runs in its own interpreter with PYLAYOUT_SIMD set (the path is chosen
+once, at import); a path this CPU lacks runs the best one it has, which the
+child reports.
 """
 from __future__ import annotations
 
