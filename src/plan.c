@@ -613,29 +613,35 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * start the same whole number of elements before a line (NumPy's buffers:
  * 16 bytes into one) take the tables' wrapped tiles (tile_wrap in
  * kernels.h) instead of the split above: each dst line written once, whole
- * and aligned, and no column copy of its own.  Units are whole dst rows, at
- * most PL_WRAP_ROWS of them, and at least 16 units a thread when the copy
- * may go parallel: with 4 a thread the team's fixed halves were a few
- * chunks each and a late worker left the caller waiting (512 x 512 float32
- * at 2 threads: 22 or 42 us from run to run, against 22 with 16).
+ * and aligned, and no column copy of its own.  Up to PL_WRAP_MAX_BYTES, or
+ * beyond where src or dst rows are a multiple of 2 KiB apart (the tiles'
+ * strips, PL_CROWDED_ROW_BYTES).  Units are whole dst rows, at most
+ * PL_WRAP_ROWS of them, and at least 16 units a thread when the copy may
+ * go parallel: with 4 a thread the team's halves were a few chunks each
+ * and 512 x 512 float32 at 2 threads took 22 or 42 us from run to run.
  * Measured on the 2-core Xeon (Sapphire Rapids class) dev VM, src (R, C)
  * read transposed into dst rows of R elements, src and dst 16 bytes into a
- * line, best of 7, us, wrapped / split in one process (/tmp harness calling
- * pylayout_copy, a throwaway switch between the two), AVX-512:
- *   1 thread, float32: R x C = 128 x 128 2.10 / 2.49-2.54, 256 x 256 8.0 /
- *   9.1, 512 x 512 48.5-48.8 / 54.1-55.9, 1024 x 256 56.5-58.6 / 75-76,
- *   160 x 2048 87-89 / 115-118; float64: 128 x 128 4.1 / 5.1, 256 x 256
- *   16.8-16.9 / 21.1-21.2, 512 x 512 181-183 / 304-312;
- *   2 threads, float32: 512 x 512 22.2-22.3 / 34.3-35.7, 1024 x 256 28 /
- *   46-49, 512 x 1024 87-92 / 121-125; float64 512 x 512 91-94 / 115-117;
+ * line, best of 7, us, wrapped / split, in one process alternating (/tmp
+ * harness calling pylayout_copy, a throwaway switch between the two):
+ *   1 thread, float32: R x C = 128 x 128 2.10 / 2.49-2.54, 144 x 144 2.18 /
+ *   2.43, 256 x 256 8.0 / 9.1, 512 x 512 48.5-49.0 / 54.1-55.9, 1024 x 256
+ *   56.5-58.6 / 75-76, 160 x 2048 87-89 / 115-118; float64: 128 x 128 4.1 /
+ *   5.1, 256 x 256 16.8-16.9 / 21.1-21.2, 512 x 512 180-183 / 304-312,
+ *   512 x 1000 474-485 / 644-646;
+ *   2 threads, float32: 512 x 512 22-25 / 34-37, 1024 x 256 28 / 46-49,
+ *   512 x 1024 87-94 / 121-127; float64 512 x 512 91-94 / 115-117;
  *   AVX2, 1 thread: float32 512 x 512 54.6 / 66.4, float64 128 x 128 5.1 /
  *   5.1.
- * Rows longer than 4 KiB stay split: whole-row units were then too few to
- * share and too long for the src lines a unit reads to stay near (float32
- * 8192 x 64 at 2 threads, before the c passes of the kernel: 148-191 /
- * 82-91); rows of 1024 float32 came out level. */
+ * Past 1 MiB with rows not crowded, the wrapped tiles lost at 2 threads
+ * (float32 768 x 768 112-126 / 91-99, 896 x 896 195-208 / 155-170, 640 x
+ * 640 44-47 / 41-43): their units of 16 rows read a line of every src row
+ * in turn, where the split's 64 x 64 tiles read four lines each of 64 rows.
+ * Rows longer than 4 KiB lost at 2 threads too (float32 8192 x 64, rows of
+ * 32 KiB: 148-191 / 82-91); rows of 4 KiB came out level (1024 x 1000:
+ * 0.96x at 1 thread, 1.04-1.09x at 2). */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
+#define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
 
 /* TRANSPOSE units: tile sizes, the table's tile kernel when both unit
  * strides are one element, and a streaming variant for large copies.
@@ -673,7 +679,8 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     if (!large && head != 0 && head % is == 0 && k->tile_wrap[lg] != NULL && p->dsb == p->na * is &&
-        p->dsb % PL_LINE_BYTES == 0 && p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES) {
+        p->dsb % PL_LINE_BYTES == 0 && p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES &&
+        (stream_bytes <= PL_WRAP_MAX_BYTES || crowded)) {
         /* dense dst rows off their lines: units of whole rows, at least
          * 16 a thread when the copy may go parallel */
         p->tile = k->tile_wrap[lg];
