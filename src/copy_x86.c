@@ -178,7 +178,7 @@ static void pl_sfence(void) { _mm_sfence(); }
     }
 
 /* Wrapped tiles, for a dst whose rows are dense, a whole number of lines
- * long, and start h elements before a line (0 < h < one line): NumPy's
+ * long, and start h elements before a line (0 <= h < one line): NumPy's
  * buffers start 16 bytes into one, so a contiguous NumPy output of float32
  * rows is off by 4 elements in every row.  Blocks of a row then straddle
  * lines, and an Intel core pays about two stores for each.
@@ -194,9 +194,10 @@ static void pl_sfence(void) { _mm_sfence(); }
  * pass every V rows of the unit in turn), so the src rows a pass reads
  * stay in L1/L2 while the next rows use their next lines.  A unit writes
  * its own rows only: row 0's first h elements on their own (MOVE2D), and
- * its last virtual row only up to the wrap.  Anything else (rows not
- * dense or not whole lines, dst on a line, fewer than V rows) goes to
- * TILE.  Figures: plan.c, PL_WRAP_MAX_ROW_BYTES. */
+ * its last virtual row only up to the wrap.  A dst on a line (h = 0) is
+ * the same passes with no wrap.  Anything else (rows not dense or not
+ * whole lines, fewer than V rows) goes to TILE.  Figures: plan.c,
+ * PL_WRAP_MAX_ROW_BYTES. */
 #define PL_DEFINE_WRAP_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STORE, MICRO, TILE, MOVE2D)            \
     ATTR static void NAME##_edge(const char *src, int64_t ssa, char *d, int64_t dsb, int64_t na, int64_t h,   \
                                  int64_t c, int64_t J, bool last)                                        \
@@ -227,7 +228,7 @@ static void pl_sfence(void) { _mm_sfence(); }
     ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \
         const int64_t h = (int64_t)((64 - (uintptr_t)dst % 64) % 64) / (SIZE);                          \
-        if (nb < (V) || dsb != na * (SIZE) || dsb % 64 != 0 || h == 0 || (uintptr_t)dst % (SIZE) != 0) { \
+        if (nb < (V) || dsb != na * (SIZE) || dsb % 64 != 0 || (uintptr_t)dst % (SIZE) != 0) {           \
             TILE(src, ssa, dst, dsb, na, nb);                                                            \
             return;                                                                                      \
         }                                                                                                \

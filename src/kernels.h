@@ -122,9 +122,9 @@ typedef struct _pylayout_kernels {
     _pylayout_tile_fn tile_runs[PL_NSIZES];
     /* Cached-store tiles for dst rows that are dense, a whole number of
      * lines long, and all start the same whole number of elements before
-     * a line (NumPy's buffers): every dst line written once, aligned.
-     * They want tiles spanning all of a (ta == na) and fall back to the
-     * tiles above for any other dst. */
+     * a line (NumPy's buffers) or on one: every dst line written once,
+     * aligned.  They want tiles spanning all of a (ta == na) and fall back
+     * to the tiles above for any other dst. */
     _pylayout_tile_fn tile_wrap[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];

@@ -638,7 +638,17 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * in turn, where the split's 64 x 64 tiles read four lines each of 64 rows.
  * Rows longer than 4 KiB lost at 2 threads too (float32 8192 x 64, rows of
  * 32 KiB: 148-191 / 82-91); rows of 4 KiB came out level (1024 x 1000:
- * 0.96x at 1 thread, 1.04-1.09x at 2). */
+ * 0.96x at 1 thread, 1.04-1.09x at 2).
+ *
+ * Dense rows that start on a line (torch's buffers) take the same tiles,
+ * with no wrap, where src or dst rows are crowded, up to PL_WRAP_MAX_BYTES:
+ * their passes of 512 bytes of 128 rows beat the 64 x 64 tiles' strips
+ * there.  Same harness, src and dst on lines, us, wrapped / tiles: 1
+ * thread, float32 512 x 512 39-45 / 44-50, 1024 x 256 49-52 / 69-71, 1024
+ * x 128 18.2-18.6 / 25.7-25.9; float64 256 x 256 13.9-14.0 / 18.2-18.3;
+ * 2 threads, float32 1024 x 256 26-27 / 39-40, float64 256 x 512 18.9-19.6
+ * / 24.2-24.6.  Rows not crowded, and copies past 1 MiB, gained nothing
+ * or lost (1024 x 1000 float32, 4 MiB: 0.93x). */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
 #define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
@@ -678,11 +688,12 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
     const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
-    if (!large && head != 0 && head % is == 0 && k->tile_wrap[lg] != NULL && p->dsb == p->na * is &&
+    if (!large && head % is == 0 && k->tile_wrap[lg] != NULL && p->dsb == p->na * is &&
         p->dsb % PL_LINE_BYTES == 0 && p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES &&
-        (stream_bytes <= PL_WRAP_MAX_BYTES || crowded)) {
-        /* dense dst rows off their lines: units of whole rows, at least
-         * 16 a thread when the copy may go parallel */
+        (head != 0 ? stream_bytes <= PL_WRAP_MAX_BYTES || crowded : crowded && stream_bytes <= PL_WRAP_MAX_BYTES)) {
+        /* dense dst rows off their lines, or on them and crowded: units
+         * of whole rows, at least 16 a thread when the copy may go
+         * parallel */
         p->tile = k->tile_wrap[lg];
         p->ta = p->na;
         const int64_t rows = nt > 1 ? p->nb / (16 * nt) : PL_WRAP_ROWS;
