@@ -688,11 +688,13 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
     const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
-    if (!large && head % is == 0 && k->tile_wrap[lg] != NULL && p->dsb == p->na * is &&
-        p->dsb % PL_LINE_BYTES == 0 && p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES &&
-        (head != 0 ? stream_bytes <= PL_WRAP_MAX_BYTES || crowded : crowded && stream_bytes <= PL_WRAP_MAX_BYTES)) {
-        /* dense dst rows off their lines, or on them and crowded: units
-         * of whole rows, at least 16 a thread when the copy may go
+    /* the wrapped tiles: see PL_WRAP_MAX_ROW_BYTES */
+    const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&
+                            p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES;
+    const bool small = stream_bytes <= PL_WRAP_MAX_BYTES;
+    if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL &&
+        (head != 0 ? small || crowded : small && crowded)) {
+        /* units of whole rows, at least 16 a thread when the copy may go
          * parallel */
         p->tile = k->tile_wrap[lg];
         p->ta = p->na;
