@@ -26,7 +26,9 @@ const _pylayout_kernels *_pylayout_kernels_get(void);
 /* Whether transposes built in a buffer (plan.c's stream_out units) should
  * prefetch the src rows they read in software: true except on Intel cores,
  * whose L2 streamer follows the few dozen rows of such a unit by itself
- * (see PL_PREFETCH_UNITS).  Decided once; thread-safe. */
+ * (see PL_PREFETCH_UNITS).  Asks __builtin_cpu_is each call: a read of
+ * what the runtime detected once, so the same answer every time;
+ * thread-safe. */
 bool _pylayout_prefetch_rows(void);
 
 /* Bytes of the last-level (L3) cache the calling CPU shares with its
