@@ -610,23 +610,42 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                     pthread_mutex_unlock(&pl_team.lock);
                 }
             }
-            /* Slower than the caller's own pace over the whole copy, by more
-             * than a spin's worth?  Then the team hurt: see PL_ALONE_MIN_NS.
-             * A copy engaged as one of a run has no spin's worth to spare:
-             * its team hurt when the caller waited for the others' chunks
-             * a quarter as long as it ran its own (a worker stopped while
-             * holding one), or when the workers, awake, ran none of it
-             * (they are not getting a core; a worker just woken may well
-             * arrive after the copy, and polls for the next one).  Its
-             * caller's pace is no measure of it alone: half the copy in
-             * each core's L2 makes every chunk faster.  With one busy
-             * process on the 2-core VM, 1 MiB transposes in runs (python -m
-             * pylayout bench --only oversubscribed) were up to 1.47x slower
-             * at 2 threads than at 1 without this. */
+            /* Slower than the caller's own pace says the whole copy would
+             * have been alone, by an eighth?  Then the team hurt: see
+             * PL_ALONE_MIN_NS.  A long copy also needs to have waited for
+             * the others' chunks more than a spin's worth: over its
+             * milliseconds an eighth is noise.  A copy engaged as one of a
+             * run has no spin's worth to spare, and is judged on its pace
+             * alone, which errs towards hurt: with half the copy in each
+             * core's L2 the caller's chunks run faster than they would
+             * alone.  Every copy also counts as hurt when the workers,
+             * awake, ran none of it: they are not getting a core (a worker
+             * just woken may well arrive after the copy, and polls for the
+             * next one).  Measured on the 2-core dev VM:
+             *  - quiet: batches of 128 float32 512 x 512 transposes, each
+             *    batch followed by 30 ms of single-threaded work (as the
+             *    benchmark's NumPy contestant does), 2 threads: 25-28 us a
+             *    call after the first batch, against 27-66 when a run's
+             *    copy counted as hurt once the caller had waited a quarter
+             *    as long as it ran its own chunks (6-13 us after 20-28: the
+             *    worker's chunks start out in the caller's L2 after copies
+             *    it ran alone, and that copy was still 1.4x faster than
+             *    alone), which sent copies to the caller for 2 ms and more;
+             *  - the same from Python (pl.copy_into in batches of 128, best
+             *    of 7, six batches a process, five processes): 45-49 GB/s
+             *    steady, against dips to 25-37 with the quarter rule;
+             *  - one busy process (python -m pylayout bench --only
+             *    oversubscribed), 1 MiB transposes in runs, the 2-thread /
+             *    1-thread time per process: up to 1.47 with no rule for
+             *    runs; with this one and with the quarter rule, three
+             *    rounds of 8 processes each, alternating, median 1.11 /
+             *    1.14, worst 1.43 / 1.38: the same within the VM's noise.
+             */
             const int64_t t2 = pl_now_ns();
             const int64_t alone = (t1 - t0) * nchunks / mine;
-            const bool hurt = by_run ? (t2 - t1) * 4 > t1 - t0 || (mine == nchunks && !woke)
-                                     : t2 - t1 > PL_WAIT_SPIN_NS && (t2 - t0) * 8 > alone * 9;
+            const bool idle = mine == nchunks && !woke;
+            const bool slower = (t2 - t0) * 8 > alone * 9 && (by_run || t2 - t1 > PL_WAIT_SPIN_NS);
+            const bool hurt = idle || slower;
             if (hurt) {
                 int64_t pen = pl_team.penalty * 2;
                 pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
