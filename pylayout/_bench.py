@@ -124,9 +124,17 @@ class Memcpy:
     `Memcpy.cpu_wall`, near N when they did, near 1 when another process held
     the other cores.  (Each worker's own CPU time, so threads that other
     libraries leave spinning are not counted.)
+
+    Each worker is pinned to a CPU of its own (of those this process may run
+    on, where there are N): unpinned, the 2-core dev VM's scheduler often left
+    both workers on one core for whole batches, and the 2-thread memcpy of
+    1 MB in cache read 45-50 GB/s in some runs (CPU time / wall time 0.95) and
+    70-83 in others; pinned, 70-83 in every run.  A weaker reference flatters
+    every ratio against it.
     """
 
     _pools: dict[int, ThreadPoolExecutor] = {}
+    pinned: dict[int, list[list[int]]] = {}  # threads -> the CPUs each worker may run on, where pinned
     cpu_wall: list[float] = []
 
     def __init__(self, nbytes: int = 0, src: Any = None, dst: Any = None) -> None:
@@ -138,8 +146,29 @@ class Memcpy:
     @classmethod
     def _pool(cls, threads: int) -> ThreadPoolExecutor:
         if threads not in cls._pools:
-            cls._pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bench-memcpy")
+            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bench-memcpy")
+            cls._pools[threads] = pool
+            cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+            if threads <= len(cpus):
+                cls.pinned[threads] = cls._pin(pool, cpus[:threads])
         return cls._pools[threads]
+
+    @staticmethod
+    def _pin(pool: ThreadPoolExecutor, cpus: list[int]) -> list[list[int]]:
+        """Pins each of the pool's len(cpus) workers to one of `cpus` (Linux's
+        sched_setaffinity with pid 0 sets the calling thread's).  A barrier
+        holds every task until all have started, so each runs on a worker of
+        its own.  Returns the CPUs each worker may then run on."""
+        import threading
+
+        barrier = threading.Barrier(len(cpus), timeout=30)
+
+        def pin(cpu: int) -> list[int]:
+            barrier.wait()
+            os.sched_setaffinity(0, {cpu})
+            return sorted(os.sched_getaffinity(0))
+
+        return [f.result() for f in [pool.submit(pin, cpu) for cpu in cpus]]
 
     def fn(self, threads: int, number: int = 1):
         """A callable that copies the bytes `number` times at `threads` threads."""
@@ -1036,7 +1065,7 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
         f"torch {info['torch']}, numpy {info['numpy']}, python {platform.python_version()}",
         f"- command: {_command(quick, only, runs, sweep, max_size, plot)}",
         "- memcpy at N threads: N Python threads, each np.copyto of 1/N of the bytes (NumPy releases the GIL "
-        "while copying, so they run in parallel; checked by their CPU time / wall time at the end)",
+        "while copying, so they run in parallel), each pinned to a CPU of its own; both checked at the end",
     ]
     if runs > 1:
         header.append(f"- each figure: median (min-max) of {runs} runs; ratios taken within each run")
@@ -1089,4 +1118,9 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
               f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f} "
               f"(= the thread count when all of its threads ran at once; lower: other processes held cores, "
               f"and every multi-thread figure of the run is suspect)", flush=True)
+    for threads in sorted(Memcpy._pools):
+        where = Memcpy.pinned.get(threads)
+        print(f"{threads}-thread memcpy workers: " + (
+            "pinned to CPUs " + ", ".join(",".join(map(str, cpus)) for cpus in where) if where else
+            "not pinned (this process may run on fewer CPUs than that; every such figure may be low)"), flush=True)
     return 0

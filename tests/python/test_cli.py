@@ -271,6 +271,33 @@ def test_bench_goal_rows_with_spread():
                            "pylayout, NumPy 16 B off a line", "/ memcpy, off a line"):
                 assert SPREAD.match(row[column]), (size, column, row[column])
     assert "multi-thread memcpy, CPU time / wall time" in out or THREADS == [1]
+    if THREADS != [1] and len(os.sched_getaffinity(0)) >= THREADS[-1]:
+        assert f"{THREADS[-1]}-thread memcpy workers: pinned to CPUs" in out, out
+
+
+def test_bench_memcpy_workers_run_on_cpus_of_their_own():
+    pytest.importorskip("torch", reason="the benchmark's buffers are torch tensors")
+    np = pytest.importorskip("numpy", reason="the benchmark's memcpy is np.copyto")
+    import threading
+
+    from pylayout._bench import Memcpy
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip(f"this process may run on {len(cpus)} CPU: nothing to pin apart")
+    m = Memcpy(1 << 20)
+    m.fn(2)()  # the first 2-thread copy starts (and pins) the pool
+    pool = Memcpy._pools[2]
+    barrier = threading.Barrier(2, timeout=30)
+
+    def where():  # asked of every worker at once: each answers for itself
+        barrier.wait()
+        return sorted(os.sched_getaffinity(0))
+
+    seen = sorted(f.result() for f in [pool.submit(where) for _ in range(2)])
+    assert seen == [[cpus[0]], [cpus[1]]] == sorted(Memcpy.pinned[2]), seen
+    assert sorted(os.sched_getaffinity(0)) == cpus  # the caller itself is left as it was
+    assert np.array_equal(m.dst, m.src)
 
 
 def test_bench_sweep_prints_a_table(tmp_path):
