@@ -639,16 +639,18 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
              * next one).  Measured on the 2-core dev VM:
              *  - quiet: batches of 128 float32 512 x 512 transposes, each
              *    batch followed by 30 ms of single-threaded work (as the
-             *    benchmark's NumPy contestant does), 2 threads: 25-28 us a
-             *    call after the first batch, against 27-66 when a run's
+             *    benchmark's NumPy contestant does), 2 threads: 25-28.5 us
+             *    a call after the first batch in 17 of 21 batches (32-38 in
+             *    the other 4), against 27-66, 9 of 14 above 35, when a run's
              *    copy counted as hurt once the caller had waited a quarter
              *    as long as it ran its own chunks (6-13 us after 20-28: the
              *    worker's chunks start out in the caller's L2 after copies
              *    it ran alone, and that copy was still 1.4x faster than
              *    alone), which sent copies to the caller for 2 ms and more;
              *  - the same from Python (pl.copy_into in batches of 128, best
-             *    of 7, six batches a process, five processes): 45-49 GB/s
-             *    steady, against dips to 25-37 with the quarter rule;
+             *    of 7, six batches a process, five processes): 44.5-49.2
+             *    GB/s (one batch 38.2), against 43-52 with dips to 25-37 in
+             *    three processes with the quarter rule;
              *  - one busy process (python -m pylayout bench --only
              *    oversubscribed), 1 MiB transposes in runs, the 2-thread /
              *    1-thread time per process: up to 1.47 with no rule for
