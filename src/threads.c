@@ -325,6 +325,7 @@ static struct {
     _Atomic uint64_t job;    /* PL_WORD(gen, participants, chunks) of the current job */
     atomic_int done;         /* chunks of the current job finished */
     atomic_int sleepers;     /* workers asleep on `work` */
+    atomic_int arrived;      /* workers that have reached their loop since the team started */
     atomic_bool waiting;     /* the caller sleeps on `finished` */
     atomic_bool stop;        /* the team is to end its region */
     int size;                /* workers (0: no team); guarded by `busy` */
@@ -354,6 +355,7 @@ static void pl_team_after_fork(void)
     pthread_cond_init(&pl_team.finished, NULL);
     atomic_store(&pl_team.busy, false);
     atomic_store(&pl_team.sleepers, 0);
+    atomic_store(&pl_team.arrived, 0);
     atomic_store(&pl_team.waiting, false);
     atomic_store(&pl_team.stop, false);
     pl_team.size = 0;
@@ -426,6 +428,7 @@ static int pl_participate(uint32_t gen, int me, int n, int chunks)
 static void pl_worker(int index)
 {
     uint32_t seen = PL_GEN(atomic_load(&pl_team.job));
+    atomic_fetch_add(&pl_team.arrived, 1);
     for (;;) {
         uint64_t w = atomic_load_explicit(&pl_team.job, memory_order_acquire);
         if (PL_GEN(w) == seen) {
@@ -488,6 +491,7 @@ static bool pl_team_ready(int workers)
     if (pl_team.started && pl_team.size >= workers)
         return true;
     pl_team_stop();
+    atomic_store(&pl_team.arrived, 0);
     if (pthread_create(&pl_team.service, NULL, pl_team_main, (void *)(intptr_t)workers) != 0)
         return false;
     pl_team.started = true;
@@ -601,7 +605,9 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                 atomic_store_explicit(&pl_team.range[p], PL_WORD(gen, lo, hi), memory_order_relaxed);
             }
             atomic_store(&pl_team.job, PL_WORD(gen, n, left)); /* publishes the job */
-            const bool woke = atomic_load(&pl_team.sleepers) > 0;
+            /* workers that may arrive late: asleep, or not yet polling (a
+             * new team's threads take a few hundred us to start) */
+            const bool woke = atomic_load(&pl_team.sleepers) > 0 || atomic_load(&pl_team.arrived) < n - 1;
             if (woke) {
                 pthread_mutex_lock(&pl_team.lock);
                 pthread_cond_broadcast(&pl_team.work);
