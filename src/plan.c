@@ -616,9 +616,22 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * and aligned, and no column copy of its own.  Up to PL_WRAP_MAX_BYTES, or
  * beyond where src or dst rows are a multiple of 2 KiB apart (the tiles'
  * strips, PL_CROWDED_ROW_BYTES).  Units are whole dst rows, at most
- * PL_WRAP_ROWS of them, and at least 16 units a thread when the copy may
- * go parallel: with 4 a thread the team's halves were a few chunks each
- * and 512 x 512 float32 at 2 threads took 22 or 42 us from run to run.
+ * PL_WRAP_ROWS of them, and at least 4 units a thread when the copy may
+ * go parallel.  Session 18 took 16 a thread, when a copy of a run still
+ * ran its first chunk alone before the team came in (a quarter of the copy
+ * with 4 a thread: 512 x 512 float32 took 22 or 42 us from run to run).
+ * Since a run's copies hand the team the whole copy at once (threads.c,
+ * pl_run_team_chunks), fewer, longer units win: 2 threads, float32, units
+ * of 16 / 32 / 64 / 128 rows alternating batch by batch in one process
+ * (/tmp harness, a throwaway switch), median of 30 batches of 40, us a
+ * call: 512 x 512 on lines 18.7 / 18.0 / 17.4 / 17.7 and 19.6 / 18.8 /
+ * 17.7 / 16.7, 16 bytes into a line 20.3 / 20.0 / 19.5 / 19.3; dst of
+ * 1024 rows of 256 elements 17.0 / 17.1 / 16.8 / 17.1, of 256 rows of
+ * 1024 23.0 / 22.8 / 23.2 / 52.8 (one unit a thread: the team could not
+ * share it).
+ * With one busy process, where such copies mostly run on their caller
+ * alone, 512 x 512: 72.5 / 65.4 / 66.0 / 66.6 and 53.8 / 50.9 / 50.2 /
+ * 49.3 (at 1 thread 51.6-52.1).
  * Measured on the 2-core Xeon (Sapphire Rapids class) dev VM, src (R, C)
  * read transposed into dst rows of R elements, src and dst 16 bytes into a
  * line, best of 7, us, wrapped / split, in one process alternating (/tmp
@@ -694,11 +707,11 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool small = stream_bytes <= PL_WRAP_MAX_BYTES;
     if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL &&
         (head != 0 ? small || crowded : small && crowded)) {
-        /* units of whole rows, at least 16 a thread when the copy may go
+        /* units of whole rows, at least 4 a thread when the copy may go
          * parallel */
         p->tile = k->tile_wrap[lg];
         p->ta = p->na;
-        const int64_t rows = nt > 1 ? p->nb / (16 * nt) : PL_WRAP_ROWS;
+        const int64_t rows = nt > 1 ? p->nb / (4 * nt) : PL_WRAP_ROWS;
         p->tb = pl_min(p->nb, pl_max(16, pl_min(PL_WRAP_ROWS, rows) / 16 * 16));
         return 0;
     }
