@@ -301,12 +301,16 @@ static int pl_affordable(int n)
 
 /* A worker the kernel stops while it holds a chunk (its time slice ended,
  * its core is shared with other processes) holds up its caller until it
- * runs again: 4-12 ms here, far more than a chunk.  When a copy's team made
- * it slower than its caller alone would have been, copies run on their
- * callers alone for a while, from PL_ALONE_MIN_NS doubling on every such
- * copy up to PL_ALONE_MAX_NS, and back to the team after a copy it sped up. */
+ * runs again: 4-12 ms here, far more than a chunk.  So the team keeps an
+ * account of the time it saved its callers (each copy's time alone, from
+ * its caller's pace, less what it took) and what it cost them, capped at
+ * PL_CREDIT_MAX_NS.  When a copy leaves the account below zero, copies run
+ * on their callers alone for a while, from PL_ALONE_MIN_NS doubling on
+ * every such copy up to PL_ALONE_MAX_NS, and back to the team after a copy
+ * it sped up (see pl_team_judge). */
 #define PL_ALONE_MIN_NS ((int64_t)2000000)
 #define PL_ALONE_MAX_NS ((int64_t)1000000000)
+#define PL_CREDIT_MAX_NS ((int64_t)1000000)
 
 /* Words tagged with the job's generation, so that a thread still holding
  * an old job's word fails every compare-and-swap on the new one:
@@ -332,6 +336,9 @@ static struct {
     bool started;            /* `service` runs; guarded by `busy` */
     int64_t alone_until;     /* copies run on their caller alone until then (ns); guarded by `busy` */
     int64_t penalty;         /* the last such period (ns), 0 after a copy the team sped up */
+    int64_t credit;          /* time saved less time lost (ns), see pl_team_judge; guarded by `busy` */
+    bool moved;              /* the team ran a copy since its last period alone; guarded by `busy` */
+    int idle_copies;         /* copies in a row that the awake workers ran none of; guarded by `busy` */
     pthread_t service;
     /* the current job, written before its job word is published */
     _pylayout_chunk_fn fn;
@@ -360,6 +367,9 @@ static void pl_team_after_fork(void)
     atomic_store(&pl_team.stop, false);
     pl_team.size = 0;
     pl_team.started = false;
+    pl_team.credit = 0;
+    pl_team.moved = false;
+    pl_team.idle_copies = 0;
 }
 
 static int64_t pl_now_ns(void)
@@ -492,6 +502,7 @@ static bool pl_team_ready(int workers)
         return true;
     pl_team_stop();
     atomic_store(&pl_team.arrived, 0);
+    pl_team.moved = false; /* its workers' L2s hold nothing of the next copy */
     if (pthread_create(&pl_team.service, NULL, pl_team_main, (void *)(intptr_t)workers) != 0)
         return false;
     pl_team.started = true;
@@ -513,6 +524,60 @@ static void pl_run_alone(_pylayout_chunk_fn fn, pl_span_fn span, void *ctx, int 
     for (int c = c0; c < c1; c++)
         fn(ctx, c);
 }
+
+#ifdef _OPENMP
+/* Books a copy the team ran, which took `took` ns where its caller alone
+ * would have taken `alone` (its pace on its own chunks times the copy's
+ * chunks), and returns whether the team hurt it.  Holds `busy`.
+ *
+ * It hurt when it left the account (pl_team.credit) below zero: the time
+ * the team has saved its callers, capped at PL_CREDIT_MAX_NS, no longer
+ * covers what it cost.  The first copy after a period alone may take up to
+ * twice its time alone first: it moves the workers' parts of src and dst
+ * from the caller's L2 to theirs.  It also hurt when the workers, awake,
+ * ran none of it (`idle`) and none of the copy before either: they are not
+ * getting a core (a worker just woken may well arrive after the copy, and
+ * polls for the next one).  A single such copy costs nothing, and on a quiet
+ * machine one in a few thousand is (a worker held up for a moment).
+ *
+ * Until session 20 a copy hurt when it took 9/8 of its time alone (and,
+ * not in a run, also waited more than PL_WAIT_SPIN_NS for the others).  On
+ * a quiet machine that fired on one copy in a few hundred: a worker held
+ * up 5-100 us once (the VM's own noise), and the 2 ms alone that followed,
+ * then copies slowed by moving the halves back between the L2s, sent most
+ * copies to the caller.  A debug count in /tmp, float32 256 x 256
+ * transposes at 2 threads in the benchmark's batches (pl.copy_into, 4096
+ * a batch, best of 7), the team engaging from 256 KiB and 3 us: 13-17
+ * copies a batch judged hurt, so the team ran only 94-138 of them, and a
+ * call took 8.1-8.4 us; with the account none was judged hurt, the team
+ * ran 3838-4096 of each batch (4.2-4.6 us a copy), a call took 5.3-5.6 us.
+ * The account absorbs such a stall within a few copies; a stall of a time
+ * slice (milliseconds) still empties it at once.  With one busy process
+ * (the oversubscribed benchmark's 256 KiB, 1 MiB and 4 MiB copies, 20
+ * processes a rule, alternating) the 2-thread / 1-thread ratio per process
+ * was the same: at 1 MiB median 1.02 both, above 1.25 in 2 (9/8 rule) and
+ * 3 (account) of 20; 0.98-0.99 at the other sizes. */
+static bool pl_team_judge(int64_t now, int64_t took, int64_t alone, bool idle)
+{
+    int64_t credit = pl_team.moved ? pl_team.credit : pl_team.credit + alone;
+    pl_team.moved = true;
+    credit += alone - took;
+    pl_team.credit = credit > PL_CREDIT_MAX_NS ? PL_CREDIT_MAX_NS : credit;
+    pl_team.idle_copies = idle ? pl_team.idle_copies + 1 : 0;
+    if (pl_team.idle_copies >= 2 || credit < 0) {
+        const int64_t pen = pl_team.penalty * 2;
+        pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
+        pl_team.alone_until = now + pl_team.penalty;
+        pl_team.credit = 0;
+        pl_team.moved = false;
+        pl_team.idle_copies = 0;
+        return true;
+    }
+    if (took < alone)
+        pl_team.penalty = 0;
+    return false;
+}
+#endif
 
 /* When this thread's last copy that took at least PL_ENGAGE_RUN_NS ended
  * (see PL_ENGAGE_RUN_NS); 0 for none. */
@@ -631,53 +696,10 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                     pthread_mutex_unlock(&pl_team.lock);
                 }
             }
-            /* Slower than the caller's own pace says the whole copy would
-             * have been alone, by an eighth?  Then the team hurt: see
-             * PL_ALONE_MIN_NS.  A long copy also needs to have waited for
-             * the others' chunks more than a spin's worth: over its
-             * milliseconds an eighth is noise.  A copy engaged as one of a
-             * run has no spin's worth to spare, and is judged on its pace
-             * alone, which errs towards hurt: with half the copy in each
-             * core's L2 the caller's chunks run faster than they would
-             * alone.  Every copy also counts as hurt when the workers,
-             * awake, ran none of it: they are not getting a core (a worker
-             * just woken may well arrive after the copy, and polls for the
-             * next one).  Measured on the 2-core dev VM:
-             *  - quiet: batches of 128 float32 512 x 512 transposes, each
-             *    batch followed by 30 ms of single-threaded work (as the
-             *    benchmark's NumPy contestant does), 2 threads: 25-28.5 us
-             *    a call after the first batch in 17 of 21 batches (32-38 in
-             *    the other 4), against 27-66, 9 of 14 above 35, when a run's
-             *    copy counted as hurt once the caller had waited a quarter
-             *    as long as it ran its own chunks (6-13 us after 20-28: the
-             *    worker's chunks start out in the caller's L2 after copies
-             *    it ran alone, and that copy was still 1.4x faster than
-             *    alone), which sent copies to the caller for 2 ms and more;
-             *  - the same from Python (pl.copy_into in batches of 128, best
-             *    of 7, six batches a process, five processes): 44.5-49.2
-             *    GB/s (one batch 38.2), against 43-52 with dips to 25-37 in
-             *    three processes with the quarter rule;
-             *  - one busy process (python -m pylayout bench --only
-             *    oversubscribed), 1 MiB transposes in runs, the 2-thread /
-             *    1-thread time per process: up to 1.47 with no rule for
-             *    runs; with this one and with the quarter rule, three
-             *    rounds of 8 processes each, alternating, median 1.11 /
-             *    1.14, worst 1.43 / 1.38: the same within the VM's noise.
-             */
             const int64_t t2 = pl_now_ns();
             const int64_t alone = (t1 - t0) * nchunks / (mine > 0 ? mine : 1);
-            const bool idle = mine == nchunks && !woke;
-            const bool slower = (t2 - t0) * 8 > alone * 9 && (by_run || t2 - t1 > PL_WAIT_SPIN_NS);
-            const bool hurt = idle || slower;
-            if (hurt) {
-                int64_t pen = pl_team.penalty * 2;
-                pl_team.penalty = pen < PL_ALONE_MIN_NS ? PL_ALONE_MIN_NS : pen > PL_ALONE_MAX_NS ? PL_ALONE_MAX_NS : pen;
-                pl_team.alone_until = t2 + pl_team.penalty;
-            } else {
-                pl_team.penalty = 0;
-                if (by_run)
-                    pl_run_team_chunks = nchunks;
-            }
+            if (!pl_team_judge(t2, t2 - t0, alone, mine == nchunks && !woke) && by_run)
+                pl_run_team_chunks = nchunks;
             atomic_store_explicit(&pl_team.busy, false, memory_order_release);
             if (pl_run_copy_end < 0)
                 pl_run_copy_end = t2;
