@@ -148,10 +148,23 @@ int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads
                               void *ctx);
 
 /* Copies of fewer bytes than this run on the calling thread, not cut into
- * chunks: 1 MiB, or PYLAYOUT_PARALLEL_MIN_BYTES (for tuning, and for tests
- * that want the chunked path on small tensors), read once.  Larger copies
- * still run alone unless they take over 50 us (threads.c, PL_ENGAGE_NS). */
-int64_t _pylayout_parallel_min_bytes(void);
+ * chunks: 1 MiB, 256 KiB for a copy in a run (_pylayout_copy_in_run), or
+ * PYLAYOUT_PARALLEL_MIN_BYTES for both (for tuning, and for tests that want
+ * the chunked path on small tensors), read once.  Larger copies still run
+ * alone unless they take over 50 us, or 3 us in a run (threads.c,
+ * PL_ENGAGE_NS and PL_ENGAGE_RUN_NS). */
+int64_t _pylayout_parallel_min_bytes(bool in_run);
+
+/* Whether a copy starting now comes in a run: the calling thread's last
+ * copy that took at least PL_ENGAGE_RUN_NS ended less than the workers'
+ * polling time (PL_IDLE_SPIN_NS) ago.  *now_ret gets the time it read (for
+ * _pylayout_uncut_copy_done). */
+bool _pylayout_copy_in_run(int64_t *now_ret);
+
+/* Books a copy that could have been cut in a run but was not (it did not
+ * come in one) and started at t0 (from _pylayout_copy_in_run): whether it
+ * makes the calling thread's next copy one of a run. */
+void _pylayout_uncut_copy_done(int64_t t0);
 
 /* Test hook: the number of threads the calling thread's last pylayout_copy
  * was entitled to (1 below the parallel threshold, with a thread count of

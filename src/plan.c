@@ -1116,9 +1116,10 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * then ran as cached tiles at 242 us against 124 us streamed.  It decides
  * whether the copy may go parallel too: the rest of a 1 MiB float32
  * transpose split at dst's line (PL_ALIGN_SPLIT_ROW_BYTES) fell under the
- * 1 MiB parallel threshold and ran on one thread. */
+ * 1 MiB parallel threshold and ran on one thread.  par_min: that threshold,
+ * which _pylayout_copy_canonical lowers for a copy in a run. */
 static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
-                              const char *src, char *dst, int nthreads, int64_t stream_bytes,
+                              const char *src, char *dst, int nthreads, int64_t par_min, int64_t stream_bytes,
                               const pl_groups *pg)
 {
     const int64_t is = (int64_t)itemsize;
@@ -1128,7 +1129,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     if (stream_bytes == 0)
         stream_bytes = total_bytes;
     int nt = 1; /* threads for this copy: asked for, and clamped to the machine, only when it may go parallel */
-    if (nthreads != 1 && stream_bytes >= _pylayout_parallel_min_bytes()) { /* smaller: caller alone, unchunked */
+    if (nthreads != 1 && stream_bytes >= par_min) { /* smaller: caller alone, unchunked */
         if (nthreads < 1)
             nthreads = _pylayout_threads_setting();
         nt = (int)pl_min(nthreads, _pylayout_machine_threads());
@@ -1148,22 +1149,22 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     const int64_t group = shape[n - 1] * (int64_t)itemsize;
     if (pg == NULL && n >= 2 && ss[n - 1] == (int64_t)itemsize && ds[n - 1] == (int64_t)itemsize && group <= 16 &&
         _pl_size_index((size_t)group) >= 0) {
-        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, NULL);
+        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, par_min, stream_bytes, NULL);
         return;
     }
     /* Longer ones are one element where that makes the copy a streamed
      * transpose of groups (pl_group_streams). */
     const _pylayout_kernels *k = _pylayout_kernels_get();
     if (pg == NULL && pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
-        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, stream_bytes, NULL);
+        pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, par_min, stream_bytes, NULL);
         return;
     }
     /* and short dims otherwise a transpose of planes */
     pl_groups planes;
     int64_t rshape[PYLAYOUT_MAX_NDIM], rss[PYLAYOUT_MAX_NDIM], rds[PYLAYOUT_MAX_NDIM];
     if (pg == NULL && pl_plane_dims(k, n, shape, ss, ds, is, &planes, rshape, rss, rds)) {
-        pl_copy_canonical(n - 1, rshape, rss, rds, (size_t)planes.P * itemsize, src, dst, nthreads, stream_bytes,
-                          &planes);
+        pl_copy_canonical(n - 1, rshape, rss, rds, (size_t)planes.P * itemsize, src, dst, nthreads, par_min,
+                          stream_bytes, &planes);
         return;
     }
 
@@ -1203,10 +1204,10 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
             int64_t part[PYLAYOUT_MAX_NDIM];
             memcpy(part, shape, (size_t)n * sizeof *part);
             part[a] = head / is;
-            pl_copy_canonical(n, part, ss, ds, itemsize, src, dst, nthreads, 0, NULL);
+            pl_copy_canonical(n, part, ss, ds, itemsize, src, dst, nthreads, par_min, 0, NULL);
             part[a] = shape[a] - head / is;
-            pl_copy_canonical(n, part, ss, ds, itemsize, src + head / is * ss[a], dst + head, nthreads, stream_bytes,
-                              NULL);
+            pl_copy_canonical(n, part, ss, ds, itemsize, src + head / is * ss[a], dst + head, nthreads, par_min,
+                              stream_bytes, NULL);
             return;
         }
     }
@@ -1217,5 +1218,19 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
 void _pylayout_copy_canonical(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, size_t itemsize,
                               const char *src, char *dst, int nthreads)
 {
-    pl_copy_canonical(n, shape, ss, ds, itemsize, src, dst, nthreads, 0, NULL);
+    /* Copies the size of a run's (_pylayout_parallel_min_bytes) go parallel
+     * only in one; outside one they run uncut, and are timed to tell
+     * whether the next copy comes in one. */
+    int64_t bytes = (int64_t)itemsize;
+    for (int k = 0; k < n; k++)
+        bytes *= shape[k];
+    int64_t par_min = _pylayout_parallel_min_bytes(false), t0 = -1;
+    if (nthreads != 1 && bytes < par_min && bytes >= _pylayout_parallel_min_bytes(true) &&
+        (nthreads > 1 || _pylayout_threads_setting() > 1) && _pylayout_copy_in_run(&t0)) {
+        par_min = _pylayout_parallel_min_bytes(true);
+        t0 = -1;
+    }
+    pl_copy_canonical(n, shape, ss, ds, itemsize, src, dst, nthreads, par_min, 0, NULL);
+    if (t0 >= 0)
+        _pylayout_uncut_copy_done(t0);
 }

@@ -290,14 +290,19 @@ static int pl_affordable(int n)
 /* A copy that takes more than PL_ENGAGE_RUN_NS alone but less than
  * PL_ENGAGE_NS engages the team only as one of a run: when the same
  * thread's previous copy of at least that length ended less than
- * PL_IDLE_SPIN_NS before this one started.  A lone short copy still never
- * wakes anyone; a loop of them (the same 1 MiB transpose again and again)
- * wakes the team once, on its second copy, and then finds it polling.  At
- * that size two threads pay: a 512 x 512 float32 transpose is 2 MiB of
- * src and dst, more than one core's 1 MiB L2, half of it on each core
- * fits -- and stays there from call to call, since the team's split of a
- * copy is the same every time (see pl_parallel). */
-#define PL_ENGAGE_RUN_NS ((int64_t)10000)
+ * PL_IDLE_SPIN_NS before this one started (copies from 256 KiB are cut
+ * into chunks only in a run: see PL_PARALLEL_RUN_MIN_BYTES_DEFAULT).  A
+ * lone short copy still never wakes anyone; a loop of them (the same 1 MiB
+ * transpose again and again) wakes the team once, on its second copy, and
+ * then finds it polling.  Two threads pay from a few us: a 512 x 512
+ * float32 transpose is 2 MiB of src and dst, as much as one core's L2 or
+ * more, half of it on each core fits -- and stays there from call to call,
+ * since the team's split of a copy is the same every time (see
+ * pl_parallel); a 256 x 256 one (7 us alone, 4.2-4.6 by the team) and a
+ * 256 KiB contiguous copy (4.5-5 us alone, 3.3 by the team) pay too.  Until
+ * session 20 this was 10 us, which the 256 x 256 transpose reached only
+ * when the machine was slow. */
+#define PL_ENGAGE_RUN_NS ((int64_t)3000)
 
 /* A worker the kernel stops while it holds a chunk (its time slice ended,
  * its core is shared with other processes) holds up its caller until it
@@ -805,7 +810,18 @@ int _pylayout_copy_threads(void)
  * whether or not the team then helps. */
 #define PL_PARALLEL_MIN_BYTES_DEFAULT ((int64_t)1 << 20)
 
+/* Except in a run (see PL_ENGAGE_RUN_NS), where copies from this size on
+ * are cut: a loop of them wakes the team once and finds it polling, and the
+ * team's split keeps each core's part of src and dst in its own L2.  Float32
+ * 256 x 256 transposes (256 KiB) into a preallocated output, 2 threads,
+ * pl.copy_into in the benchmark's batches: 4.2-4.6 us a copy by the team
+ * against 7 alone; a 256 KiB contiguous copy 3.3 against 4.5-5 (/tmp debug
+ * build, session 20).  Cut alone, outside a run, a 256 KiB transpose took
+ * 7.6-7.7 us against 7.3-7.5 uncut: so only in a run. */
+#define PL_PARALLEL_RUN_MIN_BYTES_DEFAULT ((int64_t)256 << 10)
+
 static int64_t pl_parallel_min = -1;
+static bool pl_parallel_min_set; /* by PYLAYOUT_PARALLEL_MIN_BYTES: for runs too */
 static pthread_once_t pl_parallel_min_once = PTHREAD_ONCE_INIT;
 
 static void pl_read_parallel_min(void)
@@ -820,13 +836,37 @@ static void pl_read_parallel_min(void)
                             "PYLAYOUT_PARALLEL_MIN_BYTES='%.40s' is not a byte count: use a whole number of bytes, "
                             "optionally with K, M or G (powers of 1024), e.g. 1M; using the default (1M)",
                             text);
+        return;
     }
+    pl_parallel_min_set = true;
 }
 
-int64_t _pylayout_parallel_min_bytes(void)
+int64_t _pylayout_parallel_min_bytes(bool in_run)
 {
     pthread_once(&pl_parallel_min_once, pl_read_parallel_min);
-    return pl_parallel_min;
+    return in_run && !pl_parallel_min_set ? PL_PARALLEL_RUN_MIN_BYTES_DEFAULT : pl_parallel_min;
+}
+
+bool _pylayout_copy_in_run(int64_t *now_ret)
+{
+#ifdef _OPENMP
+    const int64_t now = pl_now_ns();
+    *now_ret = now;
+    return pl_run_copy_end > 0 && now - pl_run_copy_end < PL_IDLE_SPIN_NS;
+#else
+    *now_ret = 0;
+    return false;
+#endif
+}
+
+void _pylayout_uncut_copy_done(int64_t t0)
+{
+#ifdef _OPENMP
+    const int64_t now = pl_now_ns();
+    pl_run_copy_end = now - t0 >= PL_ENGAGE_RUN_NS ? now : 0;
+#else
+    (void)t0;
+#endif
 }
 
 void _pylayout_note_copy_threads(int n) { pl_last_copy_threads = n; }

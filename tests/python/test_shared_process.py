@@ -376,14 +376,49 @@ def test_small_copies_run_on_the_caller():
     which no test can assert on a shared machine)."""
     pytest.importorskip("numpy", reason="the child converts NumPy arrays")
     proc = ok_child("""
-    import numpy as np, pylayout as pl
+    import time, numpy as np, pylayout as pl
     pl.set_num_threads(2)
     for side in (256, 500, 512, 1024):  # 256 KiB, 977 KiB, 1 MiB, 4 MiB of float32
-        pl.contiguous(np.ones((side, side), np.float32).T)
+        a = np.ones((side, side), np.float32).T
+        time.sleep(0.01)  # no copy in the last 200 us: not in a run
+        pl.contiguous(a)
         print(side, pl._core._last_copy_threads())
     """)
     two = str(min(2, _cpus()))
     assert proc.stdout.split() == ["256", "1", "500", "1", "512", two, "1024", two], proc.stdout
+
+
+@needs_openmp
+def test_copies_in_a_run_go_parallel_from_256_kib():
+    """A copy of 256 KiB or more that comes in a run -- the same thread's
+    last copy of 3 us or more ended within the team's 200 us of polling --
+    is entitled to the threads in force, as copies from 1 MiB always are
+    (a loop of them wakes the team once and finds it polling); smaller ones
+    never are, nor is a run's first copy.  Only copies that followed the one
+    before within 50 us of Python time are asserted on: on a busy machine a
+    gap may be longer, and the copy then rightly runs alone."""
+    pytest.importorskip("numpy", reason="the child converts NumPy arrays")
+    proc = ok_child("""
+    import time, numpy as np, pylayout as pl
+    pl.set_num_threads(2)
+    for side in (128, 255, 300):  # 64 KiB, 254 KiB, 352 KiB of float32
+        a = np.ones((side, side), np.float32).T
+        time.sleep(0.01)
+        pl.contiguous(a)
+        first, near = pl._core._last_copy_threads(), []
+        end = time.perf_counter()
+        for _ in range(400):
+            start = time.perf_counter()
+            pl.contiguous(a)
+            if start - end < 50e-6:
+                near.append(pl._core._last_copy_threads())
+            end = time.perf_counter()
+            if len(near) >= 20:
+                break
+        print(side, first, len(near) >= 5, sorted(set(near)))
+    """)
+    two = min(2, _cpus())
+    assert proc.stdout.splitlines() == ["128 1 True [1]", "255 1 True [1]", f"300 1 True [{two}]"], proc.stdout
 
 
 @needs_openmp
