@@ -917,7 +917,22 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
  * with rep movsb (no read-for-ownership of dst): 1.06-1.15 against
  * 0.99-1.02 in the same harness at n=128, 4.7-5.3 against 4.1 at n=256.
  * Two 16x16 blocks stacked along i with their stores interleaved (128
- * bytes of each dst row at a time): 0.97 against 0.82 at n=128. */
+ * bytes of each dst row at a time): 0.97 against 0.82 at n=128.
+ *
+ * The same holds on the 2-core Sapphire Rapids-class Xeon (session 20),
+ * whose 512-bit shuffles all go to one port: the half of a 512 x 512
+ * float32 transpose that one thread of two copies (512 src rows of 256
+ * floats, 2 KiB apart, into 256 dst rows of 512) in the wrapped tiles'
+ * order, /tmp harness, best of 15-21 alternated runs, against these blocks
+ * in the same run (13.4-15.9 us): quarters by masked broadcasts 5-6%
+ * slower, by inserts 6-9%; loads and stores alone, no shuffles, level;
+ * prefetching each block's next src lines 16-19% slower, the next dst
+ * lines (prefetchw) 9-11%; blocks in pairs along j 13-15%, along i level;
+ * 16-row strips through an L1 buffer copied out by rep movsb 22-42%.  A
+ * sequential copy of the same 512 KiB with 64-byte stores took 10.7 us,
+ * memcpy 9.5-10.0, and the same stores hopping between rows 2 KiB apart
+ * 20.0-20.5: the pattern sets the pace, not the shuffles nor the dst
+ * lines' read-for-ownership. */
 /* A tile kernel NAME over VxV AVX-512 blocks (WIDE, in strips) that hands
  * tiles thinner than a block, and src or dst rows a multiple of CROWD bytes
  * apart (V rows of one block would crowd an L1 set's 12 ways), to the
