@@ -582,7 +582,6 @@ static bool pl_team_judge(int64_t now, int64_t took, int64_t alone, bool idle)
         pl_team.penalty = 0;
     return false;
 }
-#endif
 
 /* When this thread's last copy that took at least PL_ENGAGE_RUN_NS ended
  * (see PL_ENGAGE_RUN_NS); 0 for none. */
@@ -598,6 +597,7 @@ static _Thread_local int64_t pl_run_copy_end;
  * against 20.2-20.5 in a second process; copies too long to engage by run
  * are unchanged (1024 x 1024 178 against 178, 724 x 724 72 against 72). */
 static _Thread_local int pl_run_team_chunks;
+#endif /* _OPENMP */
 
 /* _pylayout_parallel_for, where span (NULL: none) runs consecutive chunks
  * as one call.  The caller's first chunks, run alone while it times them,
