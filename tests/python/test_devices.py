@@ -5,6 +5,13 @@ moves the bytes on the tensor's device.  These tests run every operation on
 meta tensors, which take exactly the route CUDA tensors take, and compare
 shapes, strides, dtypes and identity with the CPU path on generated layouts.
 With a CUDA device present (never in CI), the same checks run on it too.
+
+User stories 4 and 5 (docs/user-stories.md) happen on the GPU: their kernels
+run here as torch code that reads and writes raw device memory, ignoring
+strides as a CUTLASS kernel does, on the CPU and on CUDA.  The CUDA-only
+checks at the end (inductor, no host synchronisation, torch's current
+stream, DLPack exchange with torch and CuPy) need a GPU and say so when
+skipped: CI has none, so they run on a lent GPU machine.
 """
 from __future__ import annotations
 
@@ -14,12 +21,17 @@ import warnings
 import pytest
 
 import pylayout as pl
-from conftest import torch_layouts
+from conftest import same_bits, torch_layouts
 
 torch = pytest.importorskip("torch", reason="device routes are torch's (CI installs torch)")
 import pylayout.torch as plt  # noqa: E402
 
-DEVICES = ["meta"] + (["cuda"] if torch.cuda.is_available() else [])
+import torch.nn.functional as F  # noqa: E402
+
+CUDA = torch.cuda.is_available()
+DEVICES = ["meta"] + (["cuda"] if CUDA else [])
+NUMERIC = ["cpu"] + (["cuda"] if CUDA else [])   # devices whose values can be read back
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device: CI has none; run on a GPU machine")
 N = 600
 
 
@@ -39,8 +51,8 @@ def same_result(cpu_in, cpu_out, dev_in, dev_out, where):
     assert dev_out.dtype == cpu_out.dtype, where
     assert dev_out.stride() == cpu_out.stride(), f"{where}: {dev_out.stride()} vs CPU {cpu_out.stride()}"
     assert (dev_out is dev_in) == (cpu_out is cpu_in), f"{where}: identity differs from the CPU path"
-    if dev_in.device.type != "meta":
-        assert torch.equal(dev_out.cpu(), cpu_out), where
+    if dev_in.device.type != "meta":   # bits: the generated tensors' memory is torch.empty's, NaNs too
+        assert same_bits(dev_out.cpu(), cpu_out), where
 
 
 FORMATS = ["contiguous", "fortran", "channels_last", "channels_last_3d"]
@@ -96,7 +108,15 @@ def test_complex_packing_and_copy_into(device):
     dz = pl.pack_complex(on(device, re), on(device, im))
     assert dz.device.type == device and dz.dtype == z.dtype and dz.stride() == z.stride()
     out = torch.empty(5, 4, 3, dtype=torch.complex64, device=device).permute(2, 1, 0)
-    assert pl.pack_complex(on(device, re), on(device, im), out=out) is out
+    assert pl.pack_complex(on(device, re), on(device, im), out=out) is out and out.stride() == (1, 3, 12)
+    if device != "meta":
+        assert torch.equal(out.cpu(), z)
+    for dt in (torch.float16, torch.float64):   # complex32 and complex128, by the same kernel
+        h = torch.randn(3, 4).to(dt)
+        hz = pl.pack_complex(on(device, h), on(device, -h))
+        assert hz.dtype == pl.pack_complex(h, -h).dtype and hz.stride() == (4, 1)
+        if device != "meta":
+            assert same_bits(hz.cpu(), pl.pack_complex(h, -h))
     for copy in (True, False):
         a, b = pl.unpack_complex(z, copy=copy)
         da, db = pl.unpack_complex(dz, copy=copy)
@@ -173,3 +193,229 @@ def test_non_torch_device_tensors_still_refuse():
     assert pl.is_contiguous(t, "F")  # metadata works
     with pytest.raises(BufferError, match=r"device 'cuda'.*pass a torch\.Tensor on that device"):
         pl.contiguous(t)
+
+
+# ------------------------------------------------- user stories 4 and 5 on a device
+
+
+def raw(x):
+    """The memory a raw-pointer kernel sees: x's storage from its offset, in
+    address order, whatever x's strides say (on any device)."""
+    return x.as_strided((x.numel(),), (1,), x.storage_offset())
+
+
+def nhwc_conv_kernel(x, w, out):
+    """Story 4's generated kernel: writes conv2d's result into out's memory in
+    NHWC order, trusting that out is channels_last."""
+    raw(out).copy_(F.conv2d(x, w).permute(0, 2, 3, 1).reshape(-1))
+    return out
+
+
+@pytest.mark.parametrize("device", NUMERIC)
+def test_story4_conv_output_on_device(device):
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 3, 9, 8, generator=g).to(device)
+    w = torch.randn(5, 3, 3, 3, generator=g).to(device)
+    ref = F.conv2d(x, w)
+    trap = torch.zeros(2, 5, 7, 6, device=device)      # what torch::zeros(..ChannelsLast..) really gave
+    assert not pl.is_contiguous(trap, "channels_last") and pl.suggest_format(trap) == "contiguous"
+    nhwc_conv_kernel(x, w, trap)
+    assert not torch.allclose(trap, ref, atol=1e-4), "the wrong numbers must reproduce"
+    # the fix: convert the existing output on its device, then run the kernel
+    out = pl.contiguous(torch.zeros(2, 5, 7, 6, device=device), "channels_last")
+    assert out.device == ref.device and out.is_contiguous(memory_format=torch.channels_last)
+    assert pl.is_contiguous(out, torch.channels_last) and pl.suggest_format(out) == "channels_last"
+    assert torch.allclose(nhwc_conv_kernel(x, w, out), ref, atol=1e-4)
+
+    @pl.requires(mode="raise", out="channels_last")
+    def conv(x, w, out):
+        return nhwc_conv_kernel(x, w, out)
+
+    bad = torch.zeros(2, 5, 7, 6, device=device)
+    with pytest.raises(pl.LayoutError, match="'out'.*channels_last"):
+        conv(x, w, bad)
+    assert not bad.any(), "the guard must stop the kernel before it writes"
+
+    @pl.requires(x="channels_last", out="channels_last")   # converts input and result on the device
+    def conv_alloc(x, w):
+        assert x.is_contiguous(memory_format=torch.channels_last)
+        return F.conv2d(x, w).contiguous()
+
+    r = conv_alloc(x, w)
+    assert r.device == ref.device and r.is_contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(r, ref, atol=1e-4)
+
+
+class RawGroupedGemm(torch.autograd.Function):
+    """Story 5's kernel: G products (M, K) @ (K, N) read from raw memory, so its
+    operands must be contiguous, and it cannot see autograd."""
+
+    @staticmethod
+    def kernel(a, b):
+        (gs, m, k), n = a.shape, b.shape[2]
+        return torch.bmm(raw(a.detach()).view(gs, m, k), raw(b.detach()).view(gs, k, n))
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return RawGroupedGemm.kernel(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad = pl.contiguous(grad)
+        return (RawGroupedGemm.kernel(grad, pl.contiguous(b.transpose(1, 2))),
+                RawGroupedGemm.kernel(pl.contiguous(a.transpose(1, 2)), grad))
+
+
+def grouped_linear(x_km, w_nk):
+    """The op's entry: transposed views in, conversions that keep the graph."""
+    return RawGroupedGemm.apply(pl.contiguous(x_km.transpose(1, 2)), pl.contiguous(w_nk.transpose(1, 2)))
+
+
+@pytest.mark.parametrize("device", NUMERIC)
+def test_story5_grouped_gemm_on_device(device):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 4, 5, dtype=torch.float64, generator=g).to(device)   # stored (G, K, M)
+    w = torch.randn(3, 6, 4, dtype=torch.float64, generator=g).to(device)   # stored (G, N, K)
+    ref = torch.matmul(x.transpose(1, 2), w.transpose(1, 2))
+    assert not torch.allclose(RawGroupedGemm.kernel(x.transpose(1, 2), w.transpose(1, 2)), ref), \
+        "the kernel must ignore strides, as the real one does"
+    x1, w1 = x.clone().requires_grad_(), w.clone().requires_grad_()
+    x2, w2 = x.clone().requires_grad_(), w.clone().requires_grad_()
+    y1 = grouped_linear(x1, w1)
+    assert y1.device == ref.device and y1.grad_fn is not None and torch.allclose(y1, ref)
+    (y1 ** 2).sum().backward()
+    (torch.matmul(x2.transpose(1, 2), w2.transpose(1, 2)) ** 2).sum().backward()
+    assert torch.allclose(x1.grad, x2.grad) and torch.allclose(w1.grad, w2.grad)
+    assert x1.grad.device == ref.device
+    assert torch.autograd.gradcheck(grouped_linear, (x.clone().requires_grad_(), w.clone().requires_grad_()))
+    # the differentiable channels_last conversion and complex packing, checked numerically on the device
+    xc = torch.randn(2, 3, 4, 5, dtype=torch.float64, generator=g).to(device).requires_grad_()
+    assert torch.autograd.gradcheck(lambda t: plt.contiguous(t, "channels_last"), (xc,))
+    re, im = (torch.randn(4, 3, dtype=torch.float64, generator=g).to(device).requires_grad_() for _ in "ri")
+    assert torch.autograd.gradcheck(lambda a, b: plt.view_as_real(plt.pack_complex(a, b.t().t())), (re, im))
+
+
+# ------------------------------------------------- CUDA only (a GPU machine)
+
+
+@needs_cuda
+@pytest.mark.filterwarnings("ignore:Torchinductor does not support code generation for complex operators")
+@pytest.mark.filterwarnings("ignore:dynamo_pgo force disabled")
+def test_cuda_torch_compile_with_inductor():
+    """Story 5 under torch.compile: inductor (Triton) on CUDA, forward and backward."""
+    def f(x, re, im, n):
+        a = plt.contiguous(x, "channels_last")
+        b = plt.to_order(a, (3, 0, 2, 1))
+        z = plt.pack_complex(re, im)
+        r2, i2 = plt.unpack_complex(z * z)
+        return a * 2, b + 1, r2, i2, pl.contiguous(n.t()), plt.contiguous(n, "fortran")
+
+    def inputs():
+        g = torch.Generator().manual_seed(6)
+        ts = (torch.randn(2, 3, 4, 5, generator=g), torch.randn(4, 6, generator=g),
+              torch.randn(4, 6, generator=g), torch.randn(5, 7, generator=g))
+        return [t.cuda().requires_grad_() for t in ts]
+
+    torch._dynamo.reset()
+    e_in, c_in = inputs(), inputs()
+    eager = f(*e_in)
+    with torch._inductor.config.patch(force_disable_caches=True):
+        cf = torch.compile(f, fullgraph=True)
+        compiled = cf(*c_in)
+    for i, (e, c) in enumerate(zip(eager, compiled)):
+        assert c.device.type == "cuda" and e.shape == c.shape and e.dtype == c.dtype, i
+        assert torch.allclose(e, c, atol=1e-5), i
+    assert compiled[0].is_contiguous(memory_format=torch.channels_last)
+    assert compiled[5].stride() == eager[5].stride() == (1, 5)
+    sum(o.pow(2).sum() for o in eager).backward()
+    sum(o.pow(2).sum() for o in compiled).backward()
+    for a, b in zip(e_in, c_in):
+        assert b.grad is not None and torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-4)
+
+
+@needs_cuda
+def test_cuda_operations_never_synchronise_with_the_host():
+    """The README's promise: no host-device synchronisation.  torch's sync
+    debug mode turns any synchronising call into an error."""
+    x = torch.randn(4, 6, 8, 10, device="cuda")
+    xg = x.clone().requires_grad_()
+    ri = torch.randn(6, 2, 5, device="cuda").transpose(1, 2)   # last stride != 1: packs
+    dst = torch.empty(10, 8, 6, 4, device="cuda").permute(3, 2, 1, 0)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        results = [
+            pl.contiguous(x.permute(0, 2, 3, 1)), pl.contiguous(x, "channels_last"), pl.contiguous(x, "F"),
+            pl.to_order(x, (2, 0, 3, 1)), pl.canonicalize(x[:, :1]), pl.view_as_complex(ri),
+            pl.view_as_complex(x[..., :2], copy=True), pl.view_as_real(pl.view_as_complex(x[..., :2])),
+            pl.pack_complex(x, x), *pl.unpack_complex(pl.pack_complex(x, x)), pl.copy_into(dst, x),
+            pl.require(x, "channels_last"), plt.contiguous(xg, "channels_last"), plt.to_order(xg, (3, 2, 1, 0)),
+        ]
+        answers = (pl.is_contiguous(x), pl.is_contiguous(x, "channels_last"), pl.suggest_format(x),
+                   pl.from_dlpack(x).shape)
+        sum(r.sum() for r in results[-2:]).backward()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert answers == (True, False, "contiguous", (4, 6, 8, 10))
+    assert all(r.device.type == "cuda" for r in results) and xg.grad is not None
+    assert torch.equal(dst, x) and torch.equal(results[0], x.permute(0, 2, 3, 1).contiguous())
+    assert torch.equal(xg.grad, torch.full_like(x, 2.0))
+
+
+@needs_cuda
+def test_cuda_copies_run_on_torchs_current_stream():
+    """Every byte pylayout has torch move goes on torch's current stream, after
+    the work already queued there: a side stream that first sleeps, then
+    writes the input, gives the written values, never the stale ones."""
+    side = torch.cuda.Stream()
+    x = torch.zeros(64, 256, 256, device="cuda")
+    re, im = torch.zeros(256, 256, device="cuda"), torch.zeros(256, 256, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(200_000_000)          # ~0.1 s of GPU time before the writes
+        x.fill_(1.0)
+        re.fill_(2.0)
+        im.fill_(3.0)
+        outs = [pl.contiguous(x.transpose(0, 2)), pl.contiguous(x, "F"),
+                pl.to_order(x, (1, 2, 0)), pl.pack_complex(re, im)]
+        dst = torch.empty(256, 256, 64, device="cuda").permute(2, 1, 0)
+        pl.copy_into(dst, x.transpose(1, 2))
+    assert not side.query(), "the side stream should still be busy: the check would prove nothing"
+    side.synchronize()
+    for o in outs[:3] + [dst]:
+        assert bool((o == 1).all())
+    assert bool((outs[3] == torch.complex(re, im)).all()) and outs[3][0, 0].item() == 2 + 3j
+
+
+@needs_cuda
+def test_cuda_dlpack_exchange_with_torch():
+    x = torch.arange(24.0, device="cuda").view(2, 3, 4).permute(2, 0, 1)
+    t = pl.from_dlpack(x)
+    assert t.device == (2, torch.cuda.current_device()) and t.device_name.startswith("cuda")
+    assert t.data_ptr == x.data_ptr() and t.strides == x.stride() and t.shape == tuple(x.shape)
+    back = torch.from_dlpack(t)
+    assert back.device == x.device and back.data_ptr() == x.data_ptr() and back.stride() == x.stride()
+    assert torch.equal(back, x)
+    assert not pl.is_contiguous(t) and pl.is_contiguous(t, "F") == pl.is_contiguous(x, "F")
+    assert pl.suggest_format(t) == pl.suggest_format(x)
+    with pytest.raises(BufferError, match=r"device 'cuda'.*pass a torch\.Tensor on that device"):
+        pl.contiguous(t)        # a DLPack view, not a torch tensor: pylayout cannot move its bytes
+    with pytest.raises(BufferError, match="one device"):
+        pl.copy_into(torch.empty(4, 2, 3), x)
+
+
+@needs_cuda
+def test_cuda_dlpack_exchange_with_cupy():
+    cupy = pytest.importorskip("cupy", reason="CuPy is the second CUDA producer for this check")
+    a = cupy.arange(24, dtype=cupy.float32).reshape(2, 3, 4).transpose(2, 0, 1)
+    t = pl.from_dlpack(a)
+    assert t.device[0] == 2 and t.data_ptr == a.data.ptr
+    assert t.strides == tuple(s // a.itemsize for s in a.strides) and t.shape == a.shape
+    assert pl.is_contiguous(t, "F") == a.flags.f_contiguous
+    b = cupy.from_dlpack(t)
+    assert b.data.ptr == a.data.ptr and b.strides == a.strides and bool((b == a).all())
+    v = torch.from_dlpack(t)
+    assert v.device.type == "cuda" and v.data_ptr() == a.data.ptr
+    assert torch.equal(pl.contiguous(v), torch.arange(24.0, device="cuda").view(2, 3, 4).permute(2, 0, 1).contiguous())
