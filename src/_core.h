@@ -63,6 +63,9 @@ typedef struct {
     PyObject *is_wrapped;        /* torch._C._functorch.is_functorch_wrapped_tensor, once needed */
     PyObject *is_functional;     /* torch._is_functional_tensor, once needed */
     PyObject *forward_ad;        /* torch.autograd.forward_ad, once needed */
+    PyObject *torch_tensor;      /* torch.Tensor, once a device conversion asks (torch_eager) */
+    PyObject *dispatch_depth;    /* torch._C._len_torch_dispatch_stack, likewise */
+    bool meta_seen;              /* a torch meta tensor was queried: torch_is_meta asks from now on */
     PyObject *str_current_level; /* "_current_level" */
     PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */
     PyTypeObject *ndarray_type;  /* numpy.ndarray, once one is seen (operands read without __dlpack__) */
@@ -75,12 +78,16 @@ typedef struct {
     PyObject *str_F;             /* "F", numpy.empty's Fortran order */
     PyObject *str_contiguous;    /* "contiguous", the default format, as Python's literal is interned */
     PyObject *str_is_cpu;        /* "is_cpu" */
+    PyObject *str_is_meta;       /* "is_meta" */
     PyObject *torch_compiler;    /* the torch.compiler module, once a torch tensor is seen */
     PyObject *str_compiling_flag; /* "_is_compiling_flag", what its is_compiling() returns */
     /* pylayout's Python halves (_core._set_python_halves): contiguous and
      * copy_into whole (for keyword calls), each one's route after the fast
      * path, and _like (a result as the caller's kind) */
     PyObject *py_contiguous, *py_contiguous_route, *py_copy_into, *py_copy_into_route, *py_like;
+    /* pylayout.torch's _on_device(x, strides), once it is imported
+     * (_core._set_device_copy): a device tensor's conversion, by torch */
+    PyObject *py_on_device;
     producer_entry producers[PRODUCER_SLOTS];
     PyObject *np_dtypes[PLEXT_NP_TYPE_NUMBERS]; /* NumPy's own dtype per number type (_core_numpy.c) */
 } core_state;
@@ -290,6 +297,7 @@ int _plext_is_torch_type(core_state *state, PyTypeObject *tp);
 int _plext_operand_take(core_state *state, PyObject *obj, operand *op);
 int _plext_operand_guard(operand *op);
 int _plext_operand_route(operand *op);
+int _plext_torch_eager(core_state *state, PyObject *x);
 int _plext_operand_memory(operand *op, bool for_data);
 int _plext_operands_memory(operand *const *ops, int n);
 int _plext_operand_written(core_state *state, operand *op);
@@ -341,7 +349,8 @@ PyObject *_plext_mod_canonical_strides(PyObject *module, PyObject *x);
 PyObject *_plext_mod_format_strides(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_order_strides(PyObject *module, PyObject *args, PyObject *kwds);
 PyObject *_plext_mod_to_type(PyObject *module, PyObject *args);
-PyObject *_plext_mod_torch_route(PyObject *module, PyObject *x); /* _core_import.c */
+PyObject *_plext_mod_torch_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs); /* _core_import.c */
+PyObject *_plext_mod_torch_eager(PyObject *module, PyObject *x);                            /* _core_import.c */
 
 /* _core_complex.c */
 PyObject *_plext_mod_view_as_complex(PyObject *module, PyObject *args, PyObject *kwds);

@@ -602,20 +602,58 @@ static int torch_route(core_state *state, PyObject *x, unsigned *known, bool exh
     return route;
 }
 
+/* Whether x, a torch tensor, may be on torch's meta device, asked before
+ * torch's exchange API, which refuses a meta tensor by throwing a C++
+ * error whose backtrace costs about 1 ms.  The question costs 40 ns, a
+ * quarter of a query, so a process asks it only once a meta tensor has
+ * been seen (torch_metadata): until then the answer is 0, and the first
+ * meta tensor pays the exchange's refusal once.  1, 0, or -1 with an
+ * error.  Runs Python (torch's getter). */
+static int torch_is_meta(core_state *state, PyObject *x)
+{
+    return state->meta_seen ? attr_is_true(x, state->str_is_meta) : 0;
+}
+
 /* Phase 1, Python: torch_route for an operand of a fast path (0 for any
- * other producer), which routes every torch operand phase 2 refuses; the
- * caller reads the device from the DLTensor. */
+ * other producer), which routes every torch operand phase 2 refuses; 2
+ * for a meta tensor that torch_route lets through, which phase 2 would
+ * refuse slowly (its metadata: operand_memory(op, false)); the caller
+ * reads the device from the DLTensor. */
 int _plext_operand_route(operand *op)
 {
     if (!op->is_torch)
         return 0;
-    return torch_route(op->state, op->obj, &op->known, false);
+    int route = torch_route(op->state, op->obj, &op->known, false);
+    if (route != 0)
+        return route;
+    int meta = torch_is_meta(op->state, op->obj);
+    return meta > 0 ? 2 : meta;
 }
 
-/* _core.torch_route(x): whether x is a torch tensor that pylayout.torch
- * handles, torch_route's tensors and those off the CPU (where pylayout
- * decides the layout and torch moves the bytes). */
-PyObject *_plext_mod_torch_route(PyObject *module, PyObject *x)
+/* Whether a conversion of x, a torch tensor that no autograd follows
+ * (torch_route read 0), may run right away, with no autograd.Function and
+ * custom op in between (they cost 25-50 us a call, several times torch's
+ * own copy of a small tensor on a GPU): x is a torch.Tensor itself, not a
+ * subclass, and no torch dispatch mode is active (a mode must see
+ * pylayout.torch's custom ops).  Asked only outside torch.compile's
+ * tracing.  1, 0, or -1 with an error.  Runs Python (torch's own). */
+int _plext_torch_eager(core_state *state, PyObject *x)
+{
+    if (!_plext_lazy_attr(&state->torch_tensor, "torch", "Tensor") ||
+        !_plext_lazy_attr(&state->dispatch_depth, "torch._C", "_len_torch_dispatch_stack"))
+        return -1;
+    if ((PyObject *)Py_TYPE(x) != state->torch_tensor)
+        return 0;
+    PyObject *depth = PyObject_CallNoArgs(state->dispatch_depth);
+    if (!depth)
+        return -1;
+    long n = PyLong_AsLong(depth);
+    Py_DECREF(depth);
+    return n == -1 && PyErr_Occurred() ? -1 : n == 0;
+}
+
+/* _core.torch_eager(x): torch_route(x, False) is False and torch_eager. */
+PyObject *_plext_mod_torch_eager(PyObject *module, PyObject *x)
 {
     core_state *state = get_state(module);
     producer_info info = {NULL, false};
@@ -625,7 +663,32 @@ PyObject *_plext_mod_torch_route(PyObject *module, PyObject *x)
         Py_RETURN_FALSE;
     unsigned known = 0;
     int route = torch_route(state, x, &known, true);
-    if (route == 0) {
+    int eager = route == 0 ? _plext_torch_eager(state, x) : route > 0 ? 0 : -1;
+    return eager < 0 ? NULL : PyBool_FromLong(eager);
+}
+
+/* _core.torch_route(x, device=True): whether x is a torch tensor that
+ * pylayout.torch handles, torch_route's tensors and (with device) those off
+ * the CPU (where pylayout decides the layout and torch moves the bytes). */
+PyObject *_plext_mod_torch_route(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "torch_route takes 1 or 2 positional arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *x = args[0];
+    int device = nargs < 2 ? 1 : PyObject_IsTrue(args[1]);
+    if (device < 0)
+        return NULL;
+    core_state *state = get_state(module);
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(x, state->TensorType) && producer_of(state, Py_TYPE(x), &info) < 0)
+        return NULL;
+    if (!info.is_torch)
+        Py_RETURN_FALSE;
+    unsigned known = 0;
+    int route = torch_route(state, x, &known, true);
+    if (route == 0 && device) {
         int cpu = attr_is_true(x, state->str_is_cpu);
         route = cpu < 0 ? -1 : !cpu;
     }
@@ -643,6 +706,8 @@ static int torch_metadata(operand *op)
         return torch_refused(op->obj);
     }
     Py_XDECREF(detail);
+    if (why)
+        op->state->meta_seen = true; /* from now on asked first: torch_is_meta */
     PyObject *shape = PyObject_GetAttrString(op->obj, "shape");
     PyObject *shape_t = shape ? PySequence_Tuple(shape) : NULL;
     PyObject *strides = shape_t ? PyObject_CallMethod(op->obj, "stride", NULL) : NULL;
@@ -744,6 +809,11 @@ int _plext_operand_memory(operand *op, bool for_data)
     if (!op->late) {
         op->dl = op->view.obj || op->np_array ? &op->scratch : ((TensorObject *)op->held)->dl;
         return for_data && _plext_is_ndarray(op->state, op->obj) ? ndarray_unchanged(op, op->dl) : 0;
+    }
+    if (!for_data && op->is_torch) { /* one operand, metadata only: Python may run */
+        int meta = torch_is_meta(op->state, op->obj);
+        if (meta != 0)
+            return meta < 0 ? -1 : torch_metadata(op);
     }
     if (op->late->dltensor_from_py_object_no_sync(op->obj, &op->scratch) == 0) {
         op->dl = &op->scratch;

@@ -86,6 +86,17 @@ static PyObject *mod_set_python_halves(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *mod_set_device_copy(PyObject *module, PyObject *fn)
+{
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "_set_device_copy takes a callable");
+        return NULL;
+    }
+    core_state *state = get_state(module);
+    Py_XSETREF(state->py_on_device, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyObject *mod_get_num_threads(PyObject *module, PyObject *unused)
 {
     (void)module;
@@ -204,11 +215,13 @@ PyDoc_STRVAR(copy_into_or_route_doc,
 "(True, 6.0)");
 
 PyDoc_STRVAR(torch_route_doc,
-"torch_route($module, x, /)\n--\n\n"
+"torch_route($module, x, device=True, /)\n--\n\n"
 "Whether x is a torch tensor that pylayout.torch converts instead of the C\n"
-"core: it requires grad, carries a forward-mode tangent, is a functorch\n"
-"wrapper (vmap, grad), or lives off the CPU.  False for anything else.  The\n"
-"one statement of that rule; pylayout adds only torch.compile's tracing.\n\n"
+"core: it requires grad, carries a forward-mode tangent, is functional or a\n"
+"functorch wrapper (vmap, grad), or (when `device`) lives off the CPU.\n"
+"False for anything else.  The one statement of that rule; pylayout adds\n"
+"only torch.compile's tracing.  With device=False: whether x needs\n"
+"autograd's view of a conversion (pylayout.torch's custom ops).\n\n"
 ">>> import numpy as np, pylayout as pl\n"
 ">>> pl._core.torch_route(np.zeros(3))\n"
 "False");
@@ -252,6 +265,24 @@ PyDoc_STRVAR(set_python_halves_doc,
 "pylayout's __init__ hands over the Python halves that pylayout.contiguous\n"
 "and pylayout.copy_into call: each whole function (for keyword calls) and\n"
 "its route after the fast path, and _like.");
+
+PyDoc_STRVAR(set_device_copy_doc,
+"_set_device_copy($module, on_device, /)\n--\n\n"
+"pylayout.torch hands over on_device(x, strides): a new tensor on x's\n"
+"device with those strides and x's values, made by torch.  pylayout.contiguous\n"
+"calls it for a plain torch tensor off the CPU (see torch_eager).");
+
+PyDoc_STRVAR(torch_eager_doc,
+"torch_eager($module, x, /)\n--\n\n"
+"Whether a conversion of x may run right away, with no autograd.Function\n"
+"or custom op in between: x is a torch.Tensor itself (not a subclass) that\n"
+"no autograd mode or transform follows (torch_route(x, False) is False),\n"
+"and no torch dispatch mode is active (a mode must see pylayout.torch's\n"
+"custom ops).  False for anything but a torch tensor.  The one statement\n"
+"of that rule, asked only outside torch.compile's tracing.\n\n"
+">>> import numpy as np, pylayout as pl\n"
+">>> pl._core.torch_eager(np.zeros(3))\n"
+"False");
 
 PyDoc_STRVAR(to_order_doc,
 "to_order($module, /, x, order, *, copy=None)\n--\n\n"
@@ -427,7 +458,9 @@ static PyMethodDef module_methods[] = {
     {"copy_into_or_route", (PyCFunction)(void (*)(void))_plext_mod_copy_into_or_route, METH_FASTCALL,
      copy_into_or_route_doc},
     {"convert_or_route", (PyCFunction)(void (*)(void))_plext_mod_convert_or_route, METH_FASTCALL, convert_or_route_doc},
-    {"torch_route", _plext_mod_torch_route, METH_O, torch_route_doc},
+    {"torch_route", (PyCFunction)(void (*)(void))_plext_mod_torch_route, METH_FASTCALL, torch_route_doc},
+    {"torch_eager", _plext_mod_torch_eager, METH_O, torch_eager_doc},
+    {"_set_device_copy", mod_set_device_copy, METH_O, set_device_copy_doc},
     KW_METHOD(to_order, _plext_mod_to_order),
     {"copy_into", (PyCFunction)(void (*)(void))_plext_mod_copy_into_front, METH_FASTCALL | METH_KEYWORDS,
      copy_into_doc},
@@ -482,9 +515,10 @@ static int module_exec(PyObject *module)
     state->str_dtype = PyUnicode_InternFromString("dtype");
     state->str_F = PyUnicode_InternFromString("F");
     state->str_is_cpu = PyUnicode_InternFromString("is_cpu");
+    state->str_is_meta = PyUnicode_InternFromString("is_meta");
     state->str_compiling_flag = PyUnicode_InternFromString("_is_compiling_flag");
     state->str_contiguous = PyUnicode_InternFromString("contiguous");
-    if (!state->str_current_level || !state->str_dtype || !state->str_F || !state->str_is_cpu ||
+    if (!state->str_current_level || !state->str_dtype || !state->str_F || !state->str_is_cpu || !state->str_is_meta ||
         !state->str_compiling_flag || !state->str_contiguous || !state->str_dlpack || !state->str_exchange || !state->kw_max_version ||
         !state->max_version || !state->kwnames_max_version || !state->str_requires_grad || !state->str_is_conj ||
         !state->str_is_neg)
@@ -506,6 +540,9 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->TensorType);
     Py_VISIT(state->increment_version);
     Py_VISIT(state->is_wrapped);
+    Py_VISIT(state->torch_tensor);
+    Py_VISIT(state->dispatch_depth);
+    Py_VISIT(state->py_on_device);
     Py_VISIT(state->is_functional);
     Py_VISIT(state->forward_ad);
     Py_VISIT(state->np_from_dlpack);
@@ -529,6 +566,9 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->TensorType);
     Py_CLEAR(state->increment_version);
     Py_CLEAR(state->is_wrapped);
+    Py_CLEAR(state->torch_tensor);
+    Py_CLEAR(state->dispatch_depth);
+    Py_CLEAR(state->py_on_device);
     Py_CLEAR(state->is_functional);
     Py_CLEAR(state->forward_ad);
     Py_CLEAR(state->np_from_dlpack);
@@ -547,6 +587,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->str_dtype);
     Py_CLEAR(state->str_F);
     Py_CLEAR(state->str_is_cpu);
+    Py_CLEAR(state->str_is_meta);
     Py_CLEAR(state->str_compiling_flag);
     Py_CLEAR(state->str_contiguous);
     Py_CLEAR(state->str_current_level);

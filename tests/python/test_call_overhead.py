@@ -140,7 +140,14 @@ def test_fast_path_matches_torch(fmt, ndim, dtype):
 def test_fast_path_routes_what_pylayout_torch_converts():
     x = torch.randn(4, 4).t()
     assert _core.convert_or_route(x.clone().requires_grad_(), "contiguous") is NotImplemented
-    assert _core.convert_or_route(torch.empty(4, 4, device="meta").t(), "contiguous") is NotImplemented
+    meta = torch.empty(4, 4, device="meta", requires_grad=True).t()
+    assert _core.convert_or_route(meta, "contiguous") is NotImplemented
+    # a plain tensor off the CPU stays on the fast path: the layout is decided in C and torch
+    # copies (pylayout.torch._on_device); a meta tensor so once the process has seen one
+    import pylayout.torch  # noqa: F401  (hands _on_device over)
+    assert not pl.is_contiguous(meta.detach())
+    plain = _core.convert_or_route(meta.detach(), "contiguous")
+    assert plain is not NotImplemented and plain.device.type == "meta" and plain.stride() == (4, 1)
     import torch.autograd.forward_ad as fwad
     with fwad.dual_level():
         dual = fwad.make_dual(x, torch.ones(4, 4).t())

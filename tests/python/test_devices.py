@@ -111,6 +111,8 @@ def test_complex_packing_and_copy_into(device):
     assert pl.pack_complex(on(device, re), on(device, im), out=out) is out and out.stride() == (1, 3, 12)
     if device != "meta":
         assert torch.equal(out.cpu(), z)
+    with pytest.raises(BufferError, match="autograd cannot follow"):
+        pl.pack_complex(on(device, re).requires_grad_(), on(device, im), out=out)
     for dt in (torch.float16, torch.float64):   # complex32 and complex128, by the same kernel
         h = torch.randn(3, 4).to(dt)
         hz = pl.pack_complex(on(device, h), on(device, -h))
@@ -168,6 +170,83 @@ def test_gradients_through_pylayout_torch(device):
     z = plt.pack_complex(re, re * 2)
     (g,) = torch.autograd.grad(plt.view_as_real(z).sum(), re)
     assert g.shape == re.shape and g.device.type == device
+
+
+def _op_names(fn):
+    """The operator names torch's profiler records while fn runs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    return {e.name for e in prof.events()}
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_plain_tensors_skip_autograd_and_the_dispatcher(device):
+    """Uncompiled, a tensor that no autograd mode follows is converted right
+    there: autograd.Function and the custom op cost 25-50 us a call, several
+    times torch's own copy of a small tensor on a GPU.  A tensor that requires
+    grad, or an active dispatch mode, still sees pylayout's custom ops."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    x = torch.empty(2, 3, 4, 5, device=device)
+    z = torch.empty(3, 4, dtype=torch.complex64, device=device)
+    calls = [lambda t: plt.contiguous(t, "channels_last"), lambda t: plt.to_order(t, (3, 2, 1, 0)),
+             lambda t: pl.contiguous(t.transpose(1, 3)), lambda t: plt.pack_complex(t, t),
+             lambda t: pl.view_as_complex(t[..., :2], copy=True)]
+    for i, call in enumerate(calls):
+        names = _op_names(lambda: call(x))
+        assert not any(n.startswith("pylayout::") for n in names), (i, sorted(names))
+        assert call(x).device == x.device
+        grad_names = _op_names(lambda: call(x.detach().requires_grad_()))
+        assert any(n.startswith("pylayout::") for n in grad_names), (i, sorted(grad_names))
+    assert not any(n.startswith("pylayout::") for n in _op_names(lambda: plt.unpack_complex(z)))
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Seen() as seen:
+        plt.contiguous(x, "channels_last")
+        plt.unpack_complex(z)
+    assert "pylayout.to_format.default" in seen.ops and "pylayout.unpack_complex.default" in seen.ops, seen.ops
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_contiguous_off_the_cpu_runs_no_python_but_torchs_copy(device):
+    """pylayout.contiguous of a plain tensor off the CPU: the C fast path
+    decides the layout and calls pylayout.torch's _on_device, which has
+    torch copy; no other Python function runs.  Anything autograd follows
+    takes the full route through pylayout.torch."""
+    import sys
+
+    def python_calls(fn):
+        calls = []
+        def seen(frame, event, arg):
+            if event == "call" and frame.f_code is not fn.__code__:
+                calls.append(frame.f_code.co_name)
+
+        sys.setprofile(seen)
+        try:
+            result = fn()
+        finally:
+            sys.setprofile(None)
+        return result, calls
+
+    x = torch.empty(2, 3, 4, 5, device=device).transpose(1, 3)
+    pl.contiguous(x)  # a first meta tensor is described the slow way once (docs/reliability.md)
+    y, calls = python_calls(lambda: pl.contiguous(x, "channels_last"))
+    assert calls == ["_on_device"], calls
+    assert y.device == x.device and y.stride() == pl.contiguous(torch.empty(2, 3, 4, 5).transpose(1, 3), "channels_last").stride()
+    same, calls = python_calls(lambda: pl.contiguous(y, "channels_last"))
+    assert same is y and calls == [], calls
+    g, calls = python_calls(lambda: pl.contiguous(x.detach().requires_grad_(), "channels_last"))
+    assert g.grad_fn is not None and "contiguous" in calls, calls
 
 
 def test_torch_compile_with_meta_inputs():
