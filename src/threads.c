@@ -597,6 +597,10 @@ static _Thread_local int64_t pl_run_copy_end;
  * against 20.2-20.5 in a second process; copies too long to engage by run
  * are unchanged (1024 x 1024 178 against 178, 724 x 724 72 against 72). */
 static _Thread_local int pl_run_team_chunks;
+
+/* Whether a copy starting at `now` comes in a run: this thread's last copy
+ * that took PL_ENGAGE_RUN_NS or more ended less than PL_IDLE_SPIN_NS ago. */
+static bool pl_in_run(int64_t now) { return pl_run_copy_end > 0 && now - pl_run_copy_end < PL_IDLE_SPIN_NS; }
 #endif /* _OPENMP */
 
 /* _pylayout_parallel_for, where span (NULL: none) runs consecutive chunks
@@ -626,7 +630,7 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
      * team takes the whole copy at once (see pl_run_team_chunks). */
     const int64_t t0 = pl_now_ns();
     int64_t t = t0;
-    const bool in_run = pl_run_copy_end != 0 && t0 - pl_run_copy_end < PL_IDLE_SPIN_NS;
+    const bool in_run = pl_in_run(t0);
     const int64_t engage_ns = in_run ? PL_ENGAGE_RUN_NS : PL_ENGAGE_NS;
     const bool known = in_run && pl_run_team_chunks == nchunks;
     bool run_length = known; /* the pace says PL_ENGAGE_RUN_NS or more */
@@ -852,7 +856,7 @@ bool _pylayout_copy_in_run(int64_t *now_ret)
 #ifdef _OPENMP
     const int64_t now = pl_now_ns();
     *now_ret = now;
-    return pl_run_copy_end > 0 && now - pl_run_copy_end < PL_IDLE_SPIN_NS;
+    return pl_in_run(now);
 #else
     *now_ret = 0;
     return false;
