@@ -387,6 +387,10 @@ def pack_complex(re: torch.Tensor, im: torch.Tensor, *, out: torch.Tensor | None
     if re.shape != im.shape:
         raise ValueError(f"re and im must have the same shape, got {tuple(re.shape)} and {tuple(im.shape)}")
     if out is not None:
+        if not torch.compiler.is_compiling() and any(_core.torch_route(t, False) for t in (re, im, out)):
+            raise BufferError("pack_complex(re, im, out=out) writes into out, which autograd cannot follow "
+                              "(a tensor requires grad, carries a forward-mode tangent or is a functorch "
+                              "wrapper): call pack_complex(re, im) for a result that keeps the graph")
         if out.is_cpu:
             return _core.pack_complex(re, im, out=out)
         if out.dtype != _COMPLEX_OF[re.dtype]:
@@ -394,10 +398,8 @@ def pack_complex(re: torch.Tensor, im: torch.Tensor, *, out: torch.Tensor | None
         if out.shape != re.shape:
             raise ValueError(f"out has shape {tuple(out.shape)} but re has {tuple(re.shape)}")
         _same_device("pack_complex", re, im, out)
-        if re.requires_grad or im.requires_grad or out.requires_grad:  # as the C core refuses on the CPU
-            raise BufferError("pack_complex(re, im, out=out) writes into out, which autograd cannot follow: "
-                              "call pack_complex(re, im) for a result that keeps the graph")
         return _pack_on_device(re, im, out)
+    _same_device("pack_complex", re, im)
     if torch.compiler.is_compiling():  # see _convert
         return _pack_complex_op(re, im)
     return _pack(re, im) if _eager(re, im) else _Pack.apply(re, im)

@@ -65,6 +65,7 @@ typedef struct {
     PyObject *forward_ad;        /* torch.autograd.forward_ad, once needed */
     PyObject *torch_tensor;      /* torch.Tensor, once a device conversion asks (torch_eager) */
     PyObject *dispatch_depth;    /* torch._C._len_torch_dispatch_stack, likewise */
+    PyObject *function_depth;    /* torch._C._len_torch_function_stack, likewise */
     bool meta_seen;              /* a torch meta tensor was queried: torch_is_meta asks from now on */
     PyObject *str_current_level; /* "_current_level" */
     PyObject *np_from_dlpack;    /* numpy.from_dlpack, once an ndarray result is made */

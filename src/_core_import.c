@@ -630,26 +630,42 @@ int _plext_operand_route(operand *op)
     return meta > 0 ? 2 : meta;
 }
 
+/* The length of one of torch's mode stacks (`depth`, a torch._C
+ * function), or -1 with an error. */
+static long torch_stack_length(PyObject *depth)
+{
+    PyObject *r = PyObject_CallNoArgs(depth);
+    long n = r ? PyLong_AsLong(r) : -1;
+    Py_XDECREF(r);
+    return n;
+}
+
 /* Whether a conversion of x, a torch tensor that no autograd follows
- * (torch_route read 0), may run right away, with no autograd.Function and
- * custom op in between (they cost 25-50 us a call, several times torch's
- * own copy of a small tensor on a GPU): x is a torch.Tensor itself, not a
- * subclass, and no torch dispatch mode is active (a mode must see
- * pylayout.torch's custom ops).  Asked only outside torch.compile's
- * tracing.  1, 0, or -1 with an error.  Runs Python (torch's own). */
+ * (torch_route read 0, or for a fast path's operand 0 or 2: without the
+ * functorch-wrapper test), may run right away, with no autograd.Function
+ * and custom op in between (they cost 25-50 us a call, several times
+ * torch's own copy of a small tensor on a GPU): x is a torch.Tensor itself,
+ * not a subclass nor a functorch wrapper (vmap, grad), and no torch
+ * function or dispatch mode is active (a mode must see pylayout.torch's
+ * custom ops; `with torch.device(...)` is such a mode too).  Asked only
+ * outside torch.compile's tracing.  1, 0, or -1 with an error.  Runs
+ * Python (torch's own). */
 int _plext_torch_eager(core_state *state, PyObject *x)
 {
     if (!_plext_lazy_attr(&state->torch_tensor, "torch", "Tensor") ||
-        !_plext_lazy_attr(&state->dispatch_depth, "torch._C", "_len_torch_dispatch_stack"))
+        !_plext_lazy_attr(&state->dispatch_depth, "torch._C", "_len_torch_dispatch_stack") ||
+        !_plext_lazy_attr(&state->function_depth, "torch._C", "_len_torch_function_stack") ||
+        !_plext_lazy_attr(&state->is_wrapped, "torch._C._functorch", "is_functorch_wrapped_tensor"))
         return -1;
     if ((PyObject *)Py_TYPE(x) != state->torch_tensor)
         return 0;
-    PyObject *depth = PyObject_CallNoArgs(state->dispatch_depth);
-    if (!depth)
-        return -1;
-    long n = PyLong_AsLong(depth);
-    Py_DECREF(depth);
-    return n == -1 && PyErr_Occurred() ? -1 : n == 0;
+    long n = torch_stack_length(state->dispatch_depth);
+    if (n == 0)
+        n = torch_stack_length(state->function_depth);
+    if (n != 0)
+        return n == -1 && PyErr_Occurred() ? -1 : 0;
+    int wrapped = truth_of(PyObject_CallOneArg(state->is_wrapped, x));
+    return wrapped < 0 ? -1 : !wrapped;
 }
 
 /* _core.torch_eager(x): torch_route(x, False) is False and torch_eager. */

@@ -277,9 +277,9 @@ PyDoc_STRVAR(torch_eager_doc,
 "Whether a conversion of x may run right away, with no autograd.Function\n"
 "or custom op in between: x is a torch.Tensor itself (not a subclass) that\n"
 "no autograd mode or transform follows (torch_route(x, False) is False),\n"
-"and no torch dispatch mode is active (a mode must see pylayout.torch's\n"
-"custom ops).  False for anything but a torch tensor.  The one statement\n"
-"of that rule, asked only outside torch.compile's tracing.\n\n"
+"and no torch function or dispatch mode is active (a mode must see\n"
+"pylayout.torch's custom ops).  False for anything but a torch tensor.  The\n"
+"one statement of that rule, asked only outside torch.compile's tracing.\n\n"
 ">>> import numpy as np, pylayout as pl\n"
 ">>> pl._core.torch_eager(np.zeros(3))\n"
 "False");
@@ -542,6 +542,7 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->is_wrapped);
     Py_VISIT(state->torch_tensor);
     Py_VISIT(state->dispatch_depth);
+    Py_VISIT(state->function_depth);
     Py_VISIT(state->py_on_device);
     Py_VISIT(state->is_functional);
     Py_VISIT(state->forward_ad);
@@ -568,6 +569,7 @@ static int module_clear(PyObject *module)
     Py_CLEAR(state->is_wrapped);
     Py_CLEAR(state->torch_tensor);
     Py_CLEAR(state->dispatch_depth);
+    Py_CLEAR(state->function_depth);
     Py_CLEAR(state->py_on_device);
     Py_CLEAR(state->is_functional);
     Py_CLEAR(state->forward_ad);

@@ -216,6 +216,57 @@ def test_plain_tensors_skip_autograd_and_the_dispatcher(device):
         plt.unpack_complex(z)
     assert "pylayout.to_format.default" in seen.ops and "pylayout.unpack_complex.default" in seen.ops, seen.ops
 
+    class Called(torch.overrides.TorchFunctionMode):   # `with torch.device(...)` is one of these too
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.names.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    with Called() as called:
+        plt.contiguous(x, "channels_last")
+        plt.pack_complex(x, x)
+    assert "to_format.default" in called.names and "pack_complex.default" in called.names, called.names
+
+
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_pack_complex_refusals_match_across_devices(device):
+    """pack_complex(out=) writes memory no autograd follows, on every device,
+    and re, im and out share one device, with or without out."""
+    import torch.autograd.forward_ad as fwad
+
+    re = torch.randn(3, 4).to(device)
+    out = torch.empty(3, 4, dtype=torch.complex64, device=device)
+    with pytest.raises(BufferError, match="autograd cannot follow"):
+        plt.pack_complex(re.clone().requires_grad_(), re, out=out)
+    with fwad.dual_level():
+        dual = fwad.make_dual(re, torch.ones(3, 4).to(device))
+        with pytest.raises(BufferError, match="autograd cannot follow"):
+            plt.pack_complex(dual, re, out=out)
+        with pytest.raises(TypeError, match="forward-mode tangent"):
+            pl.pack_complex(dual, re, out=out)
+    other = "meta" if device != "meta" else "cpu"
+    for call in (lambda: pl.pack_complex(re, torch.randn(3, 4, device=other)),
+                 lambda: plt.pack_complex(re, torch.randn(3, 4, device=other))):
+        with pytest.raises(BufferError, match="one device"):
+            call()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_vmap_over_a_conversion_says_so_on_every_device(device):
+    """functorch's wrappers take the custom ops on every device, meta (which
+    the fast path describes without torch's export) included."""
+    pl.contiguous(torch.empty(2, 3, device=device).t())   # a first meta tensor: noticed from now on
+
+    def each(a):
+        return pl.contiguous(a.t())
+
+    for where in ("cpu", device):
+        with pytest.raises(RuntimeError, match="vmap over _Conversion"):
+            torch.func.vmap(each)(torch.empty(4, 3, 4, device=where))
+
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_contiguous_off_the_cpu_runs_no_python_but_torchs_copy(device):
