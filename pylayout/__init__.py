@@ -29,7 +29,6 @@ from ._core import (
     Tensor,
     __version__,
     cache_info,
-    empty,
     from_dlpack,
     get_num_threads,
     is_contiguous,
@@ -45,7 +44,7 @@ if _TYPE_CHECKING:  # annotations below are strings: numpy and torch are optiona
     import numpy as np
     import torch
 
-    from ._typing import Format, SupportsDLPack, _DLPackT, _DTypeT, _ShapeT
+    from ._typing import DTypeLike, Format, SupportsDLPack, _DLPackT, _DTypeT, _ShapeT
 
     _NDArray = np.ndarray[tuple[int, ...], np.dtype[_Any]]
 
@@ -287,6 +286,38 @@ def _contiguous_route(x, format, memory_format, copy):
     return _like(x, _core.to_format(x, format) if copy is None else _core.to_format(x, format, copy=copy))
 
 
+
+
+@_overload
+def empty(
+    shape: "Sequence[int]", dtype: "DTypeLike" = ..., *, format: "Format | None" = ...,
+    order: "Sequence[int] | None" = ..., device: None = ...,
+) -> "Tensor": ...
+@_overload
+def empty(
+    shape: "Sequence[int]", dtype: "DTypeLike" = ..., *, format: "Format | None" = ...,
+    order: "Sequence[int] | None" = ..., device: "torch.device | str | int",
+) -> "torch.Tensor": ...
+def empty(shape: "Sequence[int]", dtype: "DTypeLike" = "float32", *, format: "Format | None" = None,
+          order: "Sequence[int] | None" = None, device: "torch.device | str | int | None" = None) -> _Any:
+    """A new uninitialised tensor, dense in `format` or in the dim `order`
+    (outermost first).  dtype is a name, a torch or NumPy dtype, or a NumPy
+    scalar type such as numpy.float32.  Without `device`, a CPU
+    pylayout.Tensor; with one (a torch device or its name), a torch tensor
+    there with the same strides (pylayout.torch.empty): an output laid out
+    as a kernel expects, on the GPU too (user story 4).
+
+    >>> import pylayout as pl
+    >>> pl.empty((2, 3, 4, 5), 'float16', format='channels_last').strides
+    (60, 1, 15, 3)
+    >>> pl.empty((2, 3), order=(1, 0)).strides
+    (1, 2)
+    """
+    if device is None:
+        return _core.empty(shape, dtype, format=format, order=order)
+    from . import torch as pltorch  # a device is torch's
+
+    return pltorch.empty(shape, dtype, format=format, order=order, device=device)
 
 
 @_overload

@@ -25,17 +25,21 @@ True
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from torch.library import custom_op
 
 from . import _core, _symbolic
 
+if TYPE_CHECKING:
+    from ._typing import DTypeLike
+
 __all__ = [
     "canonicalize",
     "contiguous",
     "copy_into",
+    "empty",
     "pack_complex",
     "to_order",
     "unpack_complex",
@@ -245,6 +249,28 @@ def contiguous(x: torch.Tensor, format: str | torch.memory_format = "contiguous"
     else:
         _no_copy_allowed(copy, fmt)
     return _convert(x, "format", fmt)
+
+
+def empty(shape: Sequence[int], dtype: DTypeLike = torch.float32, *, format: str | torch.memory_format | None = None,
+          order: Sequence[int] | None = None, device: torch.device | str | int | None = None) -> torch.Tensor:
+    """A new uninitialised torch tensor on `device` (torch's default when
+    None), dense in `format` or in the dim `order` (outermost first): the
+    strides pylayout.empty gives on the CPU, by the same C rules, on any
+    device.  dtype as for pylayout.empty.  User story 4's output, which a
+    generated kernel writes in NHWC order, made so on the GPU.
+
+    >>> import torch, pylayout.torch as plt
+    >>> y = plt.empty((8, 16, 30, 30), format=torch.channels_last, device="meta")
+    >>> y.is_contiguous(memory_format=torch.channels_last), y.stride(), y.dtype
+    (True, (14400, 1, 480, 16), torch.float32)
+    """
+    if format is not None and order is not None:
+        raise ValueError("give format or order, not both")
+    shape = tuple(shape)
+    name = _core.empty((0,), dtype).dtype  # pylayout's dtype rules; its names are torch's
+    strides = (_core.order_strides(shape, order) if order is not None
+               else _core.format_strides(shape, "contiguous" if format is None else format))
+    return torch.empty_strided(shape, strides, dtype=getattr(torch, name), device=device)
 
 
 def to_order(x: torch.Tensor, order: Sequence[int], *, copy: bool | None = None) -> torch.Tensor:

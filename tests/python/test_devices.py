@@ -325,6 +325,38 @@ def test_non_torch_device_tensors_still_refuse():
         pl.contiguous(t)
 
 
+@pytest.mark.parametrize("device", ["cpu"] + DEVICES)
+def test_empty_on_a_device_has_the_cpu_strides(device):
+    """pl.empty(..., device=) / pylayout.torch.empty: a torch tensor on that
+    device with the strides pl.empty gives on the CPU, for every format,
+    random dim orders and every dtype; the same refusals."""
+    rng = random.Random(4242)
+    checked = 0
+    for _ in range(150):
+        ndim = rng.randint(0, 6)
+        shape = tuple(rng.choice([0, 1, 1, 2, 3, 5, 8]) for _ in range(ndim))
+        order = list(range(ndim))
+        rng.shuffle(order)
+        dtype = rng.choice(["float32", "uint8", "bfloat16", "complex64", "bool", torch.float16, torch.int64])
+        for kw in [dict(format=f) for f in FORMATS] + [dict(order=order), {}]:
+            try:
+                cpu = pl.empty(shape, dtype, **kw)
+            except ValueError as e:
+                with pytest.raises(ValueError, match=str(e).split(";")[0][:30]):
+                    pl.empty(shape, dtype, device=device, **kw)
+                continue
+            t = pl.empty(shape, dtype, device=device, **kw)
+            assert isinstance(t, torch.Tensor) and t.device.type == device, (shape, kw)
+            assert t.stride() == cpu.strides and str(t.dtype) == "torch." + cpu.dtype, (shape, kw, dtype)
+            checked += 1
+    assert checked > 500, checked
+    assert plt.empty((2, 3), device=device).dtype == torch.float32
+    with pytest.raises(ValueError, match="not both"):
+        pl.empty((2, 3), format="C", order=(1, 0), device=device)
+    with pytest.raises(ValueError, match="more elements than int64"):
+        pl.empty((2**40, 2**40), device=device)
+
+
 # ------------------------------------------------- user stories 4 and 5 on a device
 
 
@@ -351,11 +383,12 @@ def test_story4_conv_output_on_device(device):
     assert not pl.is_contiguous(trap, "channels_last") and pl.suggest_format(trap) == "contiguous"
     nhwc_conv_kernel(x, w, trap)
     assert not torch.allclose(trap, ref, atol=1e-4), "the wrong numbers must reproduce"
-    # the fix: convert the existing output on its device, then run the kernel
-    out = pl.contiguous(torch.zeros(2, 5, 7, 6, device=device), "channels_last")
-    assert out.device == ref.device and out.is_contiguous(memory_format=torch.channels_last)
-    assert pl.is_contiguous(out, torch.channels_last) and pl.suggest_format(out) == "channels_last"
-    assert torch.allclose(nhwc_conv_kernel(x, w, out), ref, atol=1e-4)
+    # the fixes: convert the existing output on its device, or allocate it so there
+    for out in (pl.contiguous(torch.zeros(2, 5, 7, 6, device=device), "channels_last"),
+                pl.empty((2, 5, 7, 6), x.dtype, format="channels_last", device=x.device)):
+        assert out.device == ref.device and out.is_contiguous(memory_format=torch.channels_last)
+        assert pl.is_contiguous(out, torch.channels_last) and pl.suggest_format(out) == "channels_last"
+        assert torch.allclose(nhwc_conv_kernel(x, w, out), ref, atol=1e-4)
 
     @pl.requires(mode="raise", out="channels_last")
     def conv(x, w, out):

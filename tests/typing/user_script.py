@@ -76,6 +76,8 @@ assert_type(pl.copy_into(torch.empty(2, 3), torch.ones(2, 3)), torch.Tensor)
 w = torch.randn(4, 3, 2, 2, requires_grad=True)
 assert_type(plt.contiguous(w, torch.channels_last), torch.Tensor)
 assert_type(plt.view_as_complex(torch.randn(5, 2)), torch.Tensor)
+assert_type(pl.empty((2, 3, 4, 5), torch.float32, format="channels_last", device="meta"), torch.Tensor)
+assert_type(plt.empty((2, 3), order=(1, 0), device=torch.device("meta")), torch.Tensor)
 
 # ------------------------------------------------------------ pylayout's own tensors stay pylayout.Tensor
 e = pl.empty((2, 3, 4, 5), "float32", format="channels_last")
