@@ -668,18 +668,25 @@ int _plext_torch_eager(core_state *state, PyObject *x)
     return wrapped < 0 ? -1 : !wrapped;
 }
 
+/* torch_route(x), all of it, for the module functions below: 1 or 0; -2
+ * for anything but a torch tensor; -1 with an error. */
+static int module_torch_route(core_state *state, PyObject *x)
+{
+    producer_info info = {NULL, false};
+    if (!Py_IS_TYPE(x, state->TensorType) && producer_of(state, Py_TYPE(x), &info) < 0)
+        return -1;
+    if (!info.is_torch)
+        return -2;
+    unsigned known = 0;
+    return torch_route(state, x, &known, true);
+}
+
 /* _core.torch_eager(x): torch_route(x, False) is False and torch_eager. */
 PyObject *_plext_mod_torch_eager(PyObject *module, PyObject *x)
 {
     core_state *state = get_state(module);
-    producer_info info = {NULL, false};
-    if (!Py_IS_TYPE(x, state->TensorType) && producer_of(state, Py_TYPE(x), &info) < 0)
-        return NULL;
-    if (!info.is_torch)
-        Py_RETURN_FALSE;
-    unsigned known = 0;
-    int route = torch_route(state, x, &known, true);
-    int eager = route == 0 ? _plext_torch_eager(state, x) : route > 0 ? 0 : -1;
+    int route = module_torch_route(state, x);
+    int eager = route == 0 ? _plext_torch_eager(state, x) : route == -1 ? -1 : 0;
     return eager < 0 ? NULL : PyBool_FromLong(eager);
 }
 
@@ -697,13 +704,9 @@ PyObject *_plext_mod_torch_route(PyObject *module, PyObject *const *args, Py_ssi
     if (device < 0)
         return NULL;
     core_state *state = get_state(module);
-    producer_info info = {NULL, false};
-    if (!Py_IS_TYPE(x, state->TensorType) && producer_of(state, Py_TYPE(x), &info) < 0)
-        return NULL;
-    if (!info.is_torch)
+    int route = module_torch_route(state, x);
+    if (route == -2)
         Py_RETURN_FALSE;
-    unsigned known = 0;
-    int route = torch_route(state, x, &known, true);
     if (route == 0 && device) {
         int cpu = attr_is_true(x, state->str_is_cpu);
         route = cpu < 0 ? -1 : !cpu;
