@@ -394,31 +394,45 @@ def test_copies_in_a_run_go_parallel_from_256_kib():
     last copy of 3 us or more ended within the team's 200 us of polling --
     is entitled to the threads in force, as copies from 1 MiB always are
     (a loop of them wakes the team once and finds it polling); smaller ones
-    never are, nor is a run's first copy.  Only copies that followed the one
-    before within 50 us of Python time are asserted on: on a busy machine a
-    gap may be longer, and the copy then rightly runs alone."""
+    never are, nor is a run's first copy.
+
+    Only copies that followed the one before within 50 us of Python time are
+    counted, into a preallocated dst so that no allocation or free falls
+    between two copies.  Even so the gap the C core sees also holds each
+    call's entry and exit, which Python cannot time: a busy machine that
+    preempts the child there for 150 us makes that copy rightly run alone.
+    CI's ASan run saw it once ('300 1 True [1, 2]').  So at 352 KiB most such
+    copies must get 2 threads, not all; below 256 KiB none may, which no
+    preemption can change."""
     pytest.importorskip("numpy", reason="the child converts NumPy arrays")
     proc = ok_child("""
     import time, numpy as np, pylayout as pl
     pl.set_num_threads(2)
     for side in (128, 255, 300):  # 64 KiB, 254 KiB, 352 KiB of float32
         a = np.ones((side, side), np.float32).T
+        dst = np.empty((side, side), np.float32)
         time.sleep(0.01)
-        pl.contiguous(a)
+        pl.copy_into(dst, a)
         first, near = pl._core._last_copy_threads(), []
         end = time.perf_counter()
-        for _ in range(400):
+        for _ in range(2000):
             start = time.perf_counter()
-            pl.contiguous(a)
+            pl.copy_into(dst, a)
             if start - end < 50e-6:
                 near.append(pl._core._last_copy_threads())
             end = time.perf_counter()
-            if len(near) >= 20:
+            if len(near) >= 40:
                 break
-        print(side, first, len(near) >= 5, sorted(set(near)))
+        print(side, first, len(near), near.count(1), near.count(2))
     """)
-    two = min(2, _cpus())
-    assert proc.stdout.splitlines() == ["128 1 True [1]", "255 1 True [1]", f"300 1 True [{two}]"], proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines()]
+    assert [row[:2] for row in rows] == [["128", "1"], ["255", "1"], ["300", "1"]], proc.stdout
+    for side, _, near, ones, twos in rows:
+        assert int(near) >= 10, f"only {near} copies of {side} came within 50 us of the one before: {proc.stdout}"
+        if side != "300" or _cpus() < 2:
+            assert int(ones) == int(near), proc.stdout
+        else:
+            assert int(twos) * 4 >= int(near) * 3, f"fewer than 3/4 of the copies in a run got 2 threads: {proc.stdout}"
 
 
 @needs_openmp
