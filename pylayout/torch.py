@@ -309,8 +309,10 @@ def _pack_on_device(re: torch.Tensor, im: torch.Tensor, out: torch.Tensor) -> to
     (a copy into each half, as before, took 3.1x torch.complex's GPU time:
     each pass writes every cache line of out).  On meta, where no bytes
     move, the two copies: torch.complex's meta kernel is Python
-    (torch._refs), 100 us a call against 4."""
-    if out.is_meta:
+    (torch._refs), 100 us a call against 4.  Not for an out with torch's
+    conjugate or negative bit, which view_as_real refuses and torch.complex
+    honours, as it does on every other device."""
+    if out.is_meta and not (out.is_conj() or out.is_neg()):
         parts = torch.view_as_real(out)
         parts[..., 0].copy_(re)
         parts[..., 1].copy_(im)

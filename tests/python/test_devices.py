@@ -140,6 +140,26 @@ def test_complex_packing_and_copy_into(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_torch_bits_off_the_cpu_are_torchs_to_honour(device):
+    """Off the CPU torch's own kernels move the bytes, and they honour the
+    conjugate and negative bits that the CPU path refuses (its C core would
+    read or write the raw memory): an out with the conjugate bit reads back
+    re + 1j*im, a negated view copies as its values.  On meta too, where the
+    two-copy pack would hit view_as_real's refusal."""
+    re, im = torch.randn(3, 4), torch.randn(3, 4)
+    out = torch.zeros(3, 4, dtype=torch.complex64, device=device).conj()
+    assert pl.pack_complex(on(device, re), on(device, im), out=out) is out and out.is_conj()
+    assert plt.pack_complex(on(device, re), on(device, im), out=out) is out
+    dst = torch.empty(4, 3, device=device).t()
+    assert pl.copy_into(dst, torch._neg_view(on(device, re))) is dst
+    if device != "meta":
+        assert torch.equal(out.resolve_conj().cpu(), torch.complex(re, im))
+        assert torch.equal(dst.cpu(), -re)
+    with pytest.raises(BufferError, match="conjugate bit"):   # the CPU path, for contrast
+        pl.pack_complex(re, im, out=torch.zeros(3, 4, dtype=torch.complex64).conj())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_guard_modes(device):
     """The operator author's guard of user stories 4 and 5, in every mode."""
     @pl.requires(x="channels_last", out="channels_last")
