@@ -197,7 +197,8 @@ static void pl_sfence(void) { _mm_sfence(); }
  * its last virtual row only up to the wrap.  A dst on a line (h = 0) is
  * the same passes with no wrap.  Anything else (rows not dense or not
  * whole lines, fewer than V rows) goes to TILE.  Figures: plan.c,
- * PL_WRAP_MAX_ROW_BYTES. */
+ * PL_WRAP_MAX_ROW_BYTES.  NAME##_back stores the same blocks in the
+ * opposite order, last pass, row and column first (plan.c, pl_repeats). */
 #define PL_DEFINE_WRAP_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STORE, MICRO, TILE, MOVE2D)            \
     ATTR static void NAME##_edge(const char *src, int64_t ssa, char *d, int64_t dsb, int64_t na, int64_t h,   \
                                  int64_t c, int64_t J, bool last)                                        \
@@ -225,7 +226,10 @@ static void pl_sfence(void) { _mm_sfence(); }
             memcpy(d + ((V) - 1) * dsb + c * (SIZE), t, (size_t)(na - h - c) * (SIZE));                 \
         }                                                                                                \
     }                                                                                                    \
-    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    /* The passes, the blocks of V dst rows in each and the blocks of V    \
+     * virtual columns in those, first to last or (back) last to first. */ \
+    ATTR static inline __attribute__((always_inline)) void NAME##_walk(const char *src, int64_t ssa, char *dst,  \
+                                                                       int64_t dsb, int64_t na, int64_t nb, bool back) \
     {                                                                                                    \
         const int64_t h = (int64_t)((64 - (uintptr_t)dst % 64) % 64) / (SIZE);                          \
         if (nb < (V) || dsb != na * (SIZE) || dsb % 64 != 0 || (uintptr_t)dst % (SIZE) != 0) {           \
@@ -236,22 +240,36 @@ static void pl_sfence(void) { _mm_sfence(); }
         char *vd = dst + h * (SIZE);                                                                     \
         const int64_t cw = (na - h) / (V) * (V); /* the first block that reaches the wrap */             \
         const int64_t ct = 512 / (SIZE); /* virtual columns a pass: 512 bytes of each src row */       \
-        for (int64_t c0 = 0; c0 < na; c0 += ct) {                                                        \
+        const int64_t passes = (na + ct - 1) / ct, rows = (nb + (V) - 1) / (V);                           \
+        for (int64_t pk = 0; pk < passes; pk++) {                                                        \
+            const int64_t c0 = (back ? passes - 1 - pk : pk) * ct;                                        \
             const int64_t c1 = c0 + ct < na ? c0 + ct : na;                                              \
-            for (int64_t j = 0; j < nb; j += (V)) {                                                      \
+            const int64_t cols = (c1 - c0 + (V) - 1) / (V);                                              \
+            for (int64_t jk = 0; jk < rows; jk++) {                                                      \
+                const int64_t j = (back ? rows - 1 - jk : jk) * (V);                                     \
                 const int64_t J = j + (V) > nb ? nb - (V) : j; /* the last block shifted back */         \
                 const bool last = J + (V) == nb;                                                         \
                 const char *s = src + h * ssa + J * (SIZE);                                              \
                 char *d = vd + J * dsb;                                                                  \
-                for (int64_t c = c0; c < (c1 < cw ? c1 : cw); c += (V))                                  \
-                    MICRO(s + c * ssa, ssa, d + c * (SIZE), dsb);                                        \
-                for (int64_t c = c0 > cw ? c0 : cw; c < c1; c += (V))                                    \
-                    if (c + h >= na && !last) /* wholly past the wrap: src rows from 0, column J + 1 */  \
+                for (int64_t ck = 0; ck < cols; ck++) {                                                  \
+                    const int64_t c = c0 + (back ? cols - 1 - ck : ck) * (V);                            \
+                    if (c < cw)                                                                          \
+                        MICRO(s + c * ssa, ssa, d + c * (SIZE), dsb);                                    \
+                    else if (c + h >= na && !last) /* wholly past the wrap: src rows from 0, column J + 1 */ \
                         MICRO(src + (c + h - na) * ssa + (J + 1) * (SIZE), ssa, d + c * (SIZE), dsb);    \
                     else                                                                                 \
                         NAME##_edge(src, ssa, d, dsb, na, h, c, J, last);                                \
+                }                                                                                        \
             }                                                                                            \
         }                                                                                                \
+    }                                                                                                    \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        NAME##_walk(src, ssa, dst, dsb, na, nb, false);                                                  \
+    }                                                                                                    \
+    ATTR static void NAME##_back(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        NAME##_walk(src, ssa, dst, dsb, na, nb, true);                                                   \
     }
 
 PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
@@ -628,6 +646,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .name = "avx2",
     PL_AVX2_TILES(pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2),
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
+    .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx2,
         [PL_SIZE2] = pl_stile2_avx2,
@@ -1078,6 +1097,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
     PL_AVX2_TILES(pl_tile1_avx512, pl_tile2_avx512, pl_tile4_avx512),
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx512, [PL_SIZE8] = pl_wtile8_avx512},
+    .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx512_back, [PL_SIZE8] = pl_wtile8_avx512_back},
     .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,

@@ -126,6 +126,10 @@ typedef struct _pylayout_kernels {
      * aligned.  They want tiles spanning all of a (ta == na) and fall back
      * to the tiles above for any other dst. */
     _pylayout_tile_fn tile_wrap[PL_NSIZES];
+    /* The same tiles storing their blocks in the opposite order, last
+     * first, for a copy that repeats the one before it (plan.c,
+     * pl_repeats); set where tile_wrap is. */
+    _pylayout_tile_fn tile_wrap_back[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Rows copied backwards per element size. */

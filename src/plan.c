@@ -167,6 +167,8 @@ typedef struct pl_plan {
     int64_t na, nb, ta, tb;               /* extents and tile sizes of a and b */
     int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
     _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
+    _pylayout_tile_fn tile_back;          /* the same blocks last first (wrapped tiles), or NULL */
+    bool backward;                        /* units last first, with tile_back: see pl_repeats */
     _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE when each unit's dst is one block; ROWS: pl_rows_stream */
     int64_t pf_dist;                      /* stream_out, ROWS: src bytes ahead to prefetch each row, or 0 */
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
@@ -364,7 +366,7 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             return;
         }
         if (p->tile != NULL) {
-            p->tile(s, p->ssa, d, p->dsb, na, nb);
+            (p->backward ? p->tile_back : p->tile)(s, p->ssa, d, p->dsb, na, nb);
             return;
         }
         break;
@@ -430,6 +432,22 @@ static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
     }
     const int64_t last_a = p->na - (p->count[nl - 1] - 1) * p->ta;
     const int64_t last_b = p->nb - (p->count[nl - 2] - 1) * p->tb;
+    if (p->backward) { /* few, large units (pl_repeats): each decoded on its own */
+        for (int64_t u = u1 - 1; u >= u0; u--) {
+            soff = doff = 0;
+            rest = u;
+            for (int k = nl - 1; k >= 0; k--) {
+                idx[k] = rest % p->count[k];
+                rest /= p->count[k];
+                soff += idx[k] * p->sstep[k];
+                doff += idx[k] * p->dstep[k];
+            }
+            const int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? last_a : p->ta;
+            const int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? last_b : p->tb;
+            pl_run_unit(p, p->src + soff, p->dst + doff, na, nb, buf, half);
+        }
+        u1 = u0; /* nothing left for the loop below */
+    }
     for (int64_t u = u0; u < u1; u++) {
         int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? last_a : p->ta;
         int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? last_b : p->tb;
@@ -452,6 +470,43 @@ static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
 static void pl_run_units(void *plan, int64_t u0, int64_t u1)
 {
     pl_run_range(plan, u0, u1);
+}
+
+/* Whether this copy runs backwards: its units last first, and in each its
+ * blocks last first (tile_back).  A copy that repeats the previous one of
+ * its thread that could run either way (same src, dst and bytes; a copy
+ * into a preallocated output in a loop, or an output malloc hands back at
+ * the same address) runs the other way from that one: it starts on the
+ * lines the last copy touched last, which are still in cache, instead of
+ * the ones it touched first, which the rest of that copy and anything the
+ * caller ran since have most likely evicted.  Any other copy runs forwards.
+ * Only the wrapped tiles' copies (dst rows of 512 B - 4 KiB, in cache)
+ * have tile_back.  Measured on the 2-core Granite Rapids-class dev VM
+ * (python -m pylayout bench --runs 3 --only in-cache, builds without and
+ * with this alternating, twice each), 512 x 512 float32 into a
+ * preallocated dst in a loop, 1 thread: 12.3 and 13.3 GB/s -> 18.1 and
+ * 21.0 on torch tensors, 0.68-0.74 -> 0.99-1.00 of the in-cache memcpy as
+ * NumPy operands, 0.61-0.66 -> 0.87-0.91 with NumPy's buffers 16 bytes
+ * into a line (the 2 MB of src and dst just overflow the L2, where a walk
+ * in the same order each time finds least of it).  2 threads level (45-50 GB/s both: each
+ * core's 1 MB fits its L2); 64 and 256 KB level.  The threads still claim
+ * their chunks first to last: reversing that order too lost at 2 threads
+ * (a throwaway switch, torch operands 21.4-22.4 -> 23.1-24.1 us a copy).
+ * The result does not depend on the order: src and dst never overlap. */
+static bool pl_repeats(const pl_plan *p, int64_t total_bytes)
+{
+    static _Thread_local struct {
+        const char *src;
+        char *dst;
+        int64_t bytes;
+        bool backward;
+    } last;
+    const bool backward = last.src == p->src && last.dst == p->dst && last.bytes == total_bytes && !last.backward;
+    last.src = p->src;
+    last.dst = p->dst;
+    last.bytes = total_bytes;
+    last.backward = backward;
+    return backward;
 }
 
 /* Runs every unit of the plan, on nt threads when nt > 1. */
@@ -710,6 +765,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
         /* units of whole rows, at least 4 a thread when the copy may go
          * parallel */
         p->tile = k->tile_wrap[lg];
+        p->tile_back = k->tile_wrap_back[lg];
         p->ta = p->na;
         const int64_t rows = nt > 1 ? p->nb / (4 * nt) : PL_WRAP_ROWS;
         p->tb = pl_min(p->nb, pl_max(16, pl_min(PL_WRAP_ROWS, rows) / 16 * 16));
@@ -1212,6 +1268,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         }
     }
     pl_build_loops(&p, n, shape, ss, ds, a, b);
+    p.backward = p.tile_back != NULL && pl_repeats(&p, total_bytes);
     pl_run(&p, total_bytes, nt);
 }
 

@@ -44,8 +44,9 @@ static size_t first_written(const unsigned char *p, size_t n)
 }
 
 /* Runs one transpose with src at byte offset soff and dst at doff from
- * 64-byte aligned buffers, and checks dst and every byte around it. */
-static void run_one(const tcase2 *c, size_t soff, size_t doff, unsigned seed)
+ * 64-byte aligned buffers, and checks dst and every byte around it; `times`
+ * times on the same buffers, dst's bytes reset before each. */
+static void run_times(const tcase2 *c, size_t soff, size_t doff, unsigned seed, int times)
 {
     const int64_t R = c->rows, C = c->cols;
     const int64_t sp = c->sp ? c->sp : C, dp = c->dp ? c->dp : R;
@@ -57,35 +58,40 @@ static void run_one(const tcase2 *c, size_t soff, size_t doff, unsigned seed)
     ck_assert_ptr_nonnull(dbuf);
     for (size_t i = 0; i < sbytes; i++)
         sbuf[i] = (unsigned char)test_rand(&seed, 256);
-    memset(dbuf, SENTINEL, dtotal);
 
     const int64_t shape[2] = {C, R}, sstr[2] = {1, sp}, dstr[2] = {dp, 1};
     const DLDataType f32 = {kDLFloat, 32, 1};
     DLTensor s = dl_make(sbuf, 2, shape, sstr, f32, soff);
     DLTensor d = dl_make(dbuf, 2, shape, dstr, f32, GUARD + doff);
-    ck_assert_int_eq(pylayout_copy(&s, &d), PYLAYOUT_OK);
+    for (int k = 0; k < times; k++) {
+        memset(dbuf, SENTINEL, dtotal);
+        ck_assert_int_eq(pylayout_copy(&s, &d), PYLAYOUT_OK);
 
-    const unsigned char *src = sbuf + soff, *dst = dbuf + GUARD + doff;
-    size_t at = first_written(dbuf, GUARD + doff);
-    ck_assert_msg(at == GUARD + doff, "byte %zu before dst written", GUARD + doff - at);
-    at = first_written(dst + dspan, dtotal - (GUARD + doff + dspan));
-    ck_assert_msg(at == dtotal - (GUARD + doff + dspan), "byte %zu after dst written", at);
-    for (int64_t j = 0; j < C; j++) {
-        const unsigned char *row = dst + j * dp * 4;
-        for (int64_t i = 0; i < R; i++)
-            if (memcmp(row + i * 4, src + (i * sp + j) * 4, 4) != 0)
-                ck_abort_msg("%lld x %lld (sp %lld, dp %lld, soff %zu, doff %zu): dst[%lld][%lld] differs",
-                             (long long)R, (long long)C, (long long)sp, (long long)dp, soff, doff, (long long)j,
-                             (long long)i);
-        if (j + 1 < C) {
-            const size_t pad = (size_t)(dp - R) * 4;
-            ck_assert_msg(first_written(row + R * 4, pad) == pad, "padding after dst row %lld written",
-                          (long long)j);
+        const unsigned char *src = sbuf + soff, *dst = dbuf + GUARD + doff;
+        size_t at = first_written(dbuf, GUARD + doff);
+        ck_assert_msg(at == GUARD + doff, "copy %d: byte %zu before dst written", k, GUARD + doff - at);
+        at = first_written(dst + dspan, dtotal - (GUARD + doff + dspan));
+        ck_assert_msg(at == dtotal - (GUARD + doff + dspan), "copy %d: byte %zu after dst written", k, at);
+        for (int64_t j = 0; j < C; j++) {
+            const unsigned char *row = dst + j * dp * 4;
+            for (int64_t i = 0; i < R; i++)
+                if (memcmp(row + i * 4, src + (i * sp + j) * 4, 4) != 0)
+                    ck_abort_msg("copy %d of %lld x %lld (sp %lld, dp %lld, soff %zu, doff %zu): dst[%lld][%lld] "
+                                 "differs",
+                                 k, (long long)R, (long long)C, (long long)sp, (long long)dp, soff, doff,
+                                 (long long)j, (long long)i);
+            if (j + 1 < C) {
+                const size_t pad = (size_t)(dp - R) * 4;
+                ck_assert_msg(first_written(row + R * 4, pad) == pad, "copy %d: padding after dst row %lld written",
+                              k, (long long)j);
+            }
         }
     }
     free(sbuf);
     free(dbuf);
 }
+
+static void run_one(const tcase2 *c, size_t soff, size_t doff, unsigned seed) { run_times(c, soff, doff, seed, 1); }
 
 typedef struct {
     const tcase2 *cases;
@@ -226,10 +232,34 @@ START_TEST(test_repeated)
 }
 END_TEST
 
+/* The same copy three times on the same src and dst, dst's bytes reset
+ * before each: a copy that repeats the one before it walks the wrapped
+ * tiles' units and blocks last first (plan.c, pl_repeats), so the second
+ * runs them backwards and the third forwards again.  Dense dst rows of 512
+ * bytes to 4 KiB (the wrapped tiles), on a line or starting 1 to 15
+ * elements before one (the wraps), dst row counts that leave a short last
+ * block and 1 MiB copies that go parallel at 2 threads. */
+static void run_again_set(int threads, void *ctx)
+{
+    (void)ctx;
+    static const tcase2 cases[] = {{128, 128, 0, 0}, {144, 77, 0, 0}, {256, 200, 0, 0}, {512, 512, 0, 0},
+                                   {512, 17, 0, 0},  {1024, 70, 0, 0}, {1024, 256, 0, 0}, {128, 130, 512, 0}};
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        for (int o = 0; o < NOFFSETS; o++)
+            run_times(&cases[i], offsets[2 * o], offsets[2 * o + 1], (unsigned)(i * 53 + o * 5 + threads), 3);
+}
+
+START_TEST(test_again)
+{
+    at_1_and_2_threads(run_again_set, NULL);
+}
+END_TEST
+
 static Suite *incache_suite(void)
 {
     const tcase_spec cases[] = {
-        TCASE("f32", TEST(test_square), TEST(test_strips), TEST(test_rect), TEST(test_parallel), TEST(test_repeated)),
+        TCASE("f32", TEST(test_square), TEST(test_strips), TEST(test_rect), TEST(test_parallel), TEST(test_repeated),
+              TEST(test_again)),
     };
     return SUITE_OF("incache", cases, 300);
 }

@@ -8,9 +8,10 @@
  * metadata queries.  What it checks:
  *
  *   memory ops (pylayout_copy, pack_complex, unpack_complex, convert,
- *   convert_order, tensor views): every backing buffer is allocated exactly
- *   as large as the tensor's extent, so ASan flags any read or write outside
- *   it.  When a call returns OK, every buffer must equal a naive odometer
+ *   convert_order, tensor views; a copy that succeeds runs again from the
+ *   same bytes, since a repeated copy may walk its blocks the other way):
+ *   every backing buffer is allocated exactly as large as the tensor's
+ *   extent, so ASan flags any read or write outside it.  When a call returns OK, every buffer must equal a naive odometer
  *   reference (bytes no element covers included: no stray writes), and the
  *   written tensor must not overlap itself or its inputs.  When it fails,
  *   every buffer must be byte-identical to before (no partial writes).  A
@@ -605,6 +606,13 @@ static void op_copy(reader *r)
         part_t part = {0, 0, 0, 0, dst.itemsize};
         CHECK(reference(&h, ws, 1, rs, 1, &part, 1), "copy returned OK for overlapping dst/src");
         heap_expect_result(&h, "pylayout_copy");
+        /* The same copy again from the same starting bytes: a copy that
+         * repeats the one before it may walk its blocks the other way
+         * (plan.c, pl_repeats), and must give the same bytes. */
+        for (int i = 0; i < h.n; i++)
+            memcpy(h.a[i].base, h.a[i].snap, h.a[i].size);
+        CHECK(pylayout_copy(&src.t, &dst.t) == PYLAYOUT_OK, "the same copy failed the second time");
+        heap_expect_result(&h, "pylayout_copy (repeated)");
     } else {
         heap_expect_unchanged(&h, "pylayout_copy (empty)", st);
     }
@@ -1156,29 +1164,34 @@ static void op_big_permute(reader *r)
     }
     for (size_t i = (soff + bytes) / 8 * 8; i < soff + bytes; i++)
         sbuf[i] = (uint8_t)i;
-    memset(dbuf, 0xA5, doff + bytes + 64);
     static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
     DLDataType dt = dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
     DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
                     .strides = sstr, .byte_offset = soff};
     DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
                     .strides = dstr, .byte_offset = doff};
-    pylayout_status st = pylayout_copy(&src, &dst);
-    CHECK(st == PYLAYOUT_OK, "big permute failed: %d", (int)st);
-    int64_t idx[5] = {0};
-    do {
-        int64_t so = 0, dof = 0;
-        for (int d = 0; d < ndim; d++) {
-            so += idx[d] * sstr[d];
-            dof += idx[d] * dstr[d];
-        }
-        CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
-              "big permute: element %lld differs", (long long)dof);
-    } while (next_index(ndim, shape, idx));
-    for (size_t i = 0; i < doff; i++)
-        CHECK(dbuf[i] == 0xA5, "big permute wrote before dst");
-    for (size_t i = doff + bytes; i < doff + bytes + 64; i++)
-        CHECK(dbuf[i] == 0xA5, "big permute wrote past dst");
+    /* A cached permute twice into the same dst, reset in between: the
+     * second repeats the first, and the wrapped tiles then walk their
+     * blocks backwards (plan.c, pl_repeats). */
+    for (int k = 0; k < (cached ? 2 : 1); k++) {
+        memset(dbuf, 0xA5, doff + bytes + 64);
+        pylayout_status st = pylayout_copy(&src, &dst);
+        CHECK(st == PYLAYOUT_OK, "big permute failed: %d", (int)st);
+        int64_t idx[5] = {0};
+        do {
+            int64_t so = 0, dof = 0;
+            for (int d = 0; d < ndim; d++) {
+                so += idx[d] * sstr[d];
+                dof += idx[d] * dstr[d];
+            }
+            CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
+                  "big permute (copy %d): element %lld differs", k, (long long)dof);
+        } while (next_index(ndim, shape, idx));
+        for (size_t i = 0; i < doff; i++)
+            CHECK(dbuf[i] == 0xA5, "big permute wrote before dst");
+        for (size_t i = doff + bytes; i < doff + bytes + 64; i++)
+            CHECK(dbuf[i] == 0xA5, "big permute wrote past dst");
+    }
     free(sbuf);
     free(dbuf);
 }

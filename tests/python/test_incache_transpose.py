@@ -11,7 +11,9 @@ line take the aligned split (plan.c, PL_ALIGN_SPLIT_ROW_BYTES): the first
 columns on their own, then the rest with every store on a line; float32 and
 float64 rows of 512 bytes to 4 KiB instead take the wrapped tiles
 (PL_WRAP_MAX_ROW_BYTES: heads of 1, 12 and 13 float32 and of 2, 3, 6 and
-7 float64 elements, ragged row counts, several units at 2 threads).  Each
+7 float64 elements, ragged row counts, several units at 2 threads), and
+walk them backwards when a copy repeats the one before it on the same
+buffers (pl_repeats: the same copy three times into one dst).  Each
 path runs in its own interpreter with PYLAYOUT_SIMD set (the path is chosen
 once, at import); a path this CPU lacks runs the best one it has, which the
 child reports.
@@ -80,6 +82,23 @@ def repeated(a, dst_off, times=6):
         assert raw[lo:lo + nbytes].tobytes() == want, ("repeated copy_into", k, a.shape, dst_off)
         assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + nbytes:] != SENT), "guard bytes written"
 
+def again(a, dst_off, times=3):
+    # the same copy into the same dst `times` times, its bytes reset before
+    # each: a copy that repeats the one before it runs the wrapped tiles'
+    # blocks last first (plan.c, pl_repeats), so every other one backwards
+    want = np.ascontiguousarray(a.T).view(np.uint8).tobytes()
+    view = a.T if oracle == "numpy" else torch.from_numpy(a).T
+    nbytes = a.size * a.itemsize
+    raw = np.empty(nbytes + dst_off + 192, np.uint8)
+    lo = (-raw.ctypes.data) % 64 + dst_off
+    region = raw[lo:lo + nbytes].view(a.dtype).reshape(a.shape[::-1])
+    dst = region if oracle == "numpy" else torch.from_numpy(region)
+    for k in range(times):
+        raw[:] = SENT
+        pl.copy_into(dst, view)
+        assert raw[lo:lo + nbytes].tobytes() == want, ("again", k, a.shape, a.dtype, dst_off)
+        assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + nbytes:] != SENT), "guard bytes written"
+
 def run():
     cases = [(n, n, 0) for n in (16, 33, 64, 96, 127, 128, 200, 255, 256, 257, 362, 511, 512)]
     cases += [(256, 79, 0), (256, 97, 0), (512, 100, 0), (512, 47, 0), (1024, 70, 0), (768, 90, 0),
@@ -93,6 +112,14 @@ def run():
         for i, (rows, cols) in enumerate(((512, 512), (724, 362), (600, 520))):
             for soff, doff in ((0, 0), (16, 16), (4, 60)):
                 repeated(source(rows, cols, 0, soff, 100 + i), doff)
+        # dense dst rows of 512 B - 4 KiB (the wrapped tiles) on a line
+        # and 1-15 elements before one, short last blocks, 1 MiB parallel
+        for i, (rows, cols, dtype) in enumerate(((128, 128, np.float32), (144, 77, np.float32),
+                                                 (512, 512, np.float32), (1024, 70, np.float32),
+                                                 (512, 17, np.float32), (64, 64, np.float64),
+                                                 (256, 256, np.float64), (512, 100, np.float64))):
+            for soff, doff in ((0, 0), (16, 16), (4, 60), (0, 8)):
+                again(source(rows, cols, 0, soff, 300 + i, dtype), doff)
         # wider elements: dst rows of 512 bytes and more split at dst's
         # line where the offset is whole elements (8 / 16 / 48 bytes), and
         # stay whole where it is not (4, 12); ragged edges, 1 MiB and up
