@@ -684,7 +684,9 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
              "operands, as the memcpy's are, cost pylayout a shorter call than torch tensors (no autograd "
              "routing, guards or version bump).  The 'off a line' columns time it on NumPy arrays whose src "
              "and dst start 16 bytes past a cache line, as NumPy's own buffers of 1 MB and more do (torch's "
-             "start on a line).",
+             "start on a line).  A pylayout copy that repeats the one before it on the same buffers walks "
+             "its blocks in the other order (src/plan.c, pl_repeats), so every other call here runs backwards "
+             "and starts on what the last one left in cache; copies of other buffers run forwards.",
              "",
              "| case | thr | pylayout | torch | numpy | memcpy in cache (thr threads) | / memcpy | x torch | x numpy "
              "| pylayout µs/call | pylayout, NumPy operands | / memcpy, NumPy operands "
