@@ -487,12 +487,13 @@ static void pl_run_units(void *plan, int64_t u0, int64_t u1)
  * preallocated dst in a loop, 1 thread: 12.3 and 13.3 GB/s -> 18.1 and
  * 21.0 on torch tensors, 0.68-0.74 -> 0.99-1.00 of the in-cache memcpy as
  * NumPy operands, 0.61-0.66 -> 0.87-0.91 with NumPy's buffers 16 bytes
- * into a line (the 2 MB of src and dst just overflow the L2, where a walk
- * in the same order each time finds least of it).  2 threads level (45-50 GB/s both: each
- * core's 1 MB fits its L2); 64 and 256 KB level.  The threads still claim
- * their chunks first to last: reversing that order too lost at 2 threads
- * (a throwaway switch, torch operands 21.4-22.4 -> 23.1-24.1 us a copy).
- * The result does not depend on the order: src and dst never overlap. */
+ * into a line (the 2 MB of src and dst just overflow the L2, where a
+ * walk in the same order each time finds least of it).  2 threads level
+ * (45-50 GB/s both: each core's 1 MB fits its L2); 64 and 256 KB level.
+ * The threads still claim their chunks first to last: reversing that order
+ * too lost at 2 threads (a throwaway switch, torch operands 21.4-22.4 ->
+ * 23.1-24.1 us a copy).  The result does not depend on the order: src and
+ * dst never overlap. */
 static bool pl_repeats(const pl_plan *p, int64_t total_bytes)
 {
     static _Thread_local struct {
