@@ -413,8 +413,34 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
     }
 }
 
+/* Unit u of the nest: its loop indices (idx) and its src and dst byte
+ * offsets. */
+static void pl_decode_unit(const pl_plan *p, int64_t u, int64_t *idx, int64_t *soff, int64_t *doff)
+{
+    *soff = *doff = 0;
+    for (int k = p->nloop - 1; k >= 0; k--) {
+        idx[k] = u % p->count[k];
+        u /= p->count[k];
+        *soff += idx[k] * p->sstep[k];
+        *doff += idx[k] * p->dstep[k];
+    }
+}
+
+/* Runs the unit at loop indices idx: a full tile, or the short last one
+ * along a or b. */
+static inline void pl_run_at(const pl_plan *p, const int64_t *idx, int64_t soff, int64_t doff, char *buf,
+                             int64_t half)
+{
+    const int nl = p->nloop;
+    const int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? p->na - (p->count[nl - 1] - 1) * p->ta : p->ta;
+    const int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? p->nb - (p->count[nl - 2] - 1) * p->tb : p->tb;
+    pl_run_unit(p, p->src + soff, p->dst + doff, na, nb, buf, half);
+}
+
 /* Runs units [u0, u1) of the nest: the start is decoded once, then an
- * odometer walks the loop dims, the last (the tile index of a) fastest. */
+ * odometer walks the loop dims, the last (the tile index of a) fastest.
+ * Backwards (pl_repeats), last unit first, each decoded on its own: such
+ * copies have few, large units. */
 static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
 {
     _Alignas(PL_LINE_BYTES) char stack_buf[2 * PL_PLANES_STACK_BYTES];
@@ -422,44 +448,25 @@ static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
     char *buf = heap != NULL ? heap : stack_buf;
     const int64_t half = heap != NULL ? PL_PLANES_BUFFER_BYTES : PL_PLANES_STACK_BYTES;
     int64_t idx[PYLAYOUT_MAX_NDIM + 2];
-    int64_t soff = 0, doff = 0, rest = u0;
-    const int nl = p->nloop;
-    for (int k = nl - 1; k >= 0; k--) {
-        idx[k] = rest % p->count[k];
-        rest /= p->count[k];
-        soff += idx[k] * p->sstep[k];
-        doff += idx[k] * p->dstep[k];
-    }
-    const int64_t last_a = p->na - (p->count[nl - 1] - 1) * p->ta;
-    const int64_t last_b = p->nb - (p->count[nl - 2] - 1) * p->tb;
-    if (p->backward) { /* few, large units (pl_repeats): each decoded on its own */
+    int64_t soff, doff;
+    if (p->backward) {
         for (int64_t u = u1 - 1; u >= u0; u--) {
-            soff = doff = 0;
-            rest = u;
-            for (int k = nl - 1; k >= 0; k--) {
-                idx[k] = rest % p->count[k];
-                rest /= p->count[k];
-                soff += idx[k] * p->sstep[k];
-                doff += idx[k] * p->dstep[k];
-            }
-            const int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? last_a : p->ta;
-            const int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? last_b : p->tb;
-            pl_run_unit(p, p->src + soff, p->dst + doff, na, nb, buf, half);
+            pl_decode_unit(p, u, idx, &soff, &doff);
+            pl_run_at(p, idx, soff, doff, buf, half);
         }
-        u1 = u0; /* nothing left for the loop below */
-    }
-    for (int64_t u = u0; u < u1; u++) {
-        int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? last_a : p->ta;
-        int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? last_b : p->tb;
-        pl_run_unit(p, p->src + soff, p->dst + doff, na, nb, buf, half);
-        for (int k = nl - 1; k >= 0; k--) {
-            soff += p->sstep[k];
-            doff += p->dstep[k];
-            if (++idx[k] < p->count[k])
-                break;
-            soff -= p->count[k] * p->sstep[k];
-            doff -= p->count[k] * p->dstep[k];
-            idx[k] = 0;
+    } else {
+        pl_decode_unit(p, u0, idx, &soff, &doff);
+        for (int64_t u = u0; u < u1; u++) {
+            pl_run_at(p, idx, soff, doff, buf, half);
+            for (int k = p->nloop - 1; k >= 0; k--) {
+                soff += p->sstep[k];
+                doff += p->dstep[k];
+                if (++idx[k] < p->count[k])
+                    break;
+                soff -= p->count[k] * p->sstep[k];
+                doff -= p->count[k] * p->dstep[k];
+                idx[k] = 0;
+            }
         }
     }
     free(heap);
