@@ -532,12 +532,14 @@ static PyObject *copy_into(PyObject *module, PyObject *dst_obj, PyObject *src_ob
             goto done;
         }
     }
-    if (_plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0)
-        goto done;
-    /* Phase 2: the memory, read now and used before any Python runs. */
+    /* Phase 2: the memory, read now and used before any Python runs.  A
+     * torch operand that the guard or torch's export refuses goes to the
+     * full path, which reads its device first: off the CPU torch copies,
+     * honouring the conjugate and negative bits that the C core refuses;
+     * on it (and for meta or sparse tensors) the full path says why. */
     operand *const ops[2] = {&dst, &src};
-    if (_plext_operands_memory(ops, 2) < 0) {
-        if (may_route && (dst.is_torch || src.is_torch)) { /* meta, sparse: the full path says why */
+    if (_plext_operand_guard(&dst) < 0 || _plext_operand_guard(&src) < 0 || _plext_operands_memory(ops, 2) < 0) {
+        if (may_route && (dst.is_torch || src.is_torch)) {
             PyErr_Clear();
             res = Py_NewRef(Py_NotImplemented);
         }

@@ -139,24 +139,68 @@ def test_complex_packing_and_copy_into(device):
         assert torch.equal(dz.cpu(), z)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_torch_bits_off_the_cpu_are_torchs_to_honour(device):
-    """Off the CPU torch's own kernels move the bytes, and they honour the
-    conjugate and negative bits that the CPU path refuses (its C core would
-    read or write the raw memory): an out with the conjugate bit reads back
-    re + 1j*im, a negated view copies as its values.  On meta too, where the
-    two-copy pack would hit view_as_real's refusal."""
+def _neg(x):
+    return torch._neg_view(x)
+
+
+def _bit_cases(device):
+    """(name, call, expected) for every operation on tensors with torch's
+    conjugate or negative bit: `call` runs pylayout on `device`, `expected`
+    gives the values torch's own kernels give, read on the CPU."""
+    z = torch.randn(4, 3, dtype=torch.complex64)
+    r = torch.randn(4, 3)
+    r4 = torch.randn(2, 3, 4, 5)
+    dz, dr, dr4 = on(device, z), on(device, r), on(device, r4)
+
+    def empty(shape, dtype=torch.float32):
+        return torch.zeros(shape, dtype=dtype, device=device)
+
+    def into(dst, src):
+        assert pl.copy_into(dst, src) is dst
+        return dst
+
+    def pack_out(out):
+        assert pl.pack_complex(dr, -dr, out=out) is out
+        return out
+
+    return [
+        ("contiguous, conj", lambda: pl.contiguous(dz.t().conj()), z.t().conj()),
+        ("contiguous, neg", lambda: pl.contiguous(_neg(dr).t()), -r.t()),
+        ("to_order, neg", lambda: pl.to_order(_neg(dr.t()), (0, 1)), -r.t()),
+        ("channels_last, neg", lambda: pl.contiguous(_neg(dr4), "channels_last"), -r4),
+        ("copy_into, neg src", lambda: into(empty((3, 4)), _neg(dr).t()), -r.t()),
+        ("copy_into, conj src", lambda: into(empty((3, 4), torch.complex64), dz.t().conj()), z.t().conj()),
+        ("copy_into, conj dst", lambda: into(empty((3, 4), torch.complex64).conj(), dz.t()), z.t()),
+        ("copy_into, neg dst", lambda: into(_neg(empty((3, 4))), dr.t()), r.t()),
+        ("pack_complex, neg re", lambda: pl.pack_complex(_neg(dr), dr), torch.complex(-r, r)),
+        ("pack_complex, conj out", lambda: pack_out(empty((4, 3), torch.complex64).conj()), torch.complex(r, -r)),
+    ]
+
+
+@pytest.mark.parametrize("device", NUMERIC + ["meta"])
+def test_torch_bits_are_refused_on_the_cpu_and_torchs_elsewhere(device):
+    """The conjugate and negative bits say the memory holds other values
+    than the tensor's.  On the CPU the C core would read or write that raw
+    memory, so every operation refuses them with the fix; off it torch's own
+    kernels move the bytes and honour them, so every operation gives torch's
+    values (a CUDA copy_into once refused a negated source here, because its
+    fast path refused before reading the device).  Meta runs the same route
+    without values."""
+    for name, call, expected in _bit_cases(device):
+        if device == "cpu":
+            with pytest.raises(BufferError, match=r"resolve_(conj|neg)\(\) first"):
+                call()
+            continue
+        y = call()
+        assert y.device.type == device and tuple(y.shape) == tuple(expected.shape), name
+        if device != "meta":
+            assert torch.equal(y.resolve_conj().resolve_neg().cpu(), expected.resolve_conj().resolve_neg()), name
     re, im = torch.randn(3, 4), torch.randn(3, 4)
-    out = torch.zeros(3, 4, dtype=torch.complex64, device=device).conj()
-    assert pl.pack_complex(on(device, re), on(device, im), out=out) is out and out.is_conj()
-    assert plt.pack_complex(on(device, re), on(device, im), out=out) is out
-    dst = torch.empty(4, 3, device=device).t()
-    assert pl.copy_into(dst, torch._neg_view(on(device, re))) is dst
-    if device != "meta":
-        assert torch.equal(out.resolve_conj().cpu(), torch.complex(re, im))
-        assert torch.equal(dst.cpu(), -re)
-    with pytest.raises(BufferError, match="conjugate bit"):   # the CPU path, for contrast
-        pl.pack_complex(re, im, out=torch.zeros(3, 4, dtype=torch.complex64).conj())
+    if device != "cpu":   # pylayout.torch's own entry point, on the same bit
+        out = torch.zeros(3, 4, dtype=torch.complex64, device=device).conj()
+        assert plt.pack_complex(on(device, re), on(device, im), out=out) is out and out.is_conj()
+        if device != "meta":
+            assert torch.equal(out.resolve_conj().cpu(), torch.complex(re, im))
 
 
 @pytest.mark.parametrize("device", DEVICES)
