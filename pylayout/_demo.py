@@ -132,7 +132,7 @@ def story_2() -> None:
         print(f"  x: shape {tuple(x.shape)}, strides {x.stride()} (what einops 'b (complex c) -> b c complex' gives)")
         try:
             torch.view_as_complex(x)
-            print(f"  torch {version}: torch.view_as_complex(x) accepts it (torch < 2.13 raised "
+            print(f"  torch {version}: torch.view_as_complex(x) accepts it (torch before pytorch#169780 raised "
                   "'Tensor must have a stride divisible by 2 for all but last dimension')")
         except RuntimeError as e:
             print(f"  torch {version}: torch.view_as_complex(x): RuntimeError: {e}")

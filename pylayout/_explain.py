@@ -80,15 +80,25 @@ class _Meta:
         return self.device[0] in (1, 3, 11, 13)
 
 
-def _torch_version():
+_SIZE1_FIX = "pytorch#169780 (December 2025; torch 2.11 has it)"
+_size1_answer = []
+
+
+def _torch_skips_size1():
+    """Whether the installed torch's view_as_complex ignores the stride of a
+    size-1 dim, as torch releases with pytorch#169780 do; True without torch.
+    Asked of torch itself once per process, on a 2-element tensor: a version
+    number would have to know which release took the fix."""
     torch = _sys.modules.get("torch")
     if torch is None:
-        return None
-    try:
-        parts = torch.__version__.split("+")[0].split(".")
-        return int(parts[0]), int(parts[1])
-    except Exception:
-        return None
+        return True
+    if not _size1_answer:
+        try:
+            torch.view_as_complex(torch.zeros(2).as_strided((1, 2), (1, 1)))
+            _size1_answer.append(True)
+        except RuntimeError:
+            _size1_answer.append(False)
+    return _size1_answer[0]
 
 
 def _is_torch(x):
@@ -329,8 +339,7 @@ def _pylayout_vac(m):
 
 
 def _op_view_as_complex(m, name, out):
-    ver = _torch_version()
-    exempt = ver is None or ver >= (2, 13)
+    exempt = _torch_skips_size1()
     reasons = _vac_torch_reasons(m, legacy=not exempt)
     if m.dtype.startswith("complex"):
         out.append((False, name, [f"already complex ({m.dtype})",
@@ -348,7 +357,7 @@ def _op_view_as_complex(m, name, out):
         lines = ["accepts: last dim (real, imag) has stride 1, other strides are even"]
         legacy = _vac_torch_reasons(m, legacy=True)
         if exempt and legacy:
-            lines = [f"accepts in torch >= 2.13, but torch < 2.13 refused it: {legacy[0]}",
+            lines = [f"accepts, but torch releases before {_SIZE1_FIX} refused it: {legacy[0]}",
                      "   (a size-1 dim's stride never matters; older code paths and other libraries that "
                      "check strides still may refuse it)",
                      "fix for those: pylayout.view_as_complex(x) (zero-copy) or pylayout.canonicalize(x) "
@@ -361,6 +370,7 @@ def _op_view_as_complex(m, name, out):
         lines.append("fix: pylayout.view_as_complex(x) (zero-copy view)")
         if not exempt and any("size 1)" in r for r in reasons):
             lines.append("  or pylayout.canonicalize(x) first (rewrites size-1 strides), then torch.view_as_complex")
+            lines.append(f"  (torch releases with {_SIZE1_FIX} ignore a size-1 dim's stride)")
     elif viewable is False:
         lines.append(f"no complex view of this memory exists ({msg})")
         lines.append("fix: pylayout.view_as_complex(x) (packs a copy when no view exists)")

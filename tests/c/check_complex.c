@@ -433,7 +433,7 @@ START_TEST(test_canonical_strides)
 END_TEST
 
 /* The purpose of canonical strides (pylayout.h, pylayout/__init__.py): strict
- * stride checks such as torch < 2.13's view_as_complex (every stride but the
+ * stride checks such as torch's view_as_complex before pytorch#169780 (every stride but the
  * last even) accept every tensor pylayout views as complex.  A size-1 dim
  * outside a broadcast (stride 0) dim breaks this if it gets stride 1. */
 START_TEST(test_canonical_strides_even_outside_broadcast_dim)

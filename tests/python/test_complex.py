@@ -10,7 +10,7 @@ The memory rule pylayout promises (pylayout.h, "complex"): a real tensor is
 viewable as complex iff its last dim has size 2 and stride 1, its first
 element is aligned to the complex element size, and every other dim of
 size > 1 has an even stride; an empty tensor is always viewable.  torch
-2.13 accepts odd strides on size-1 dims (it halves strides with C integer
+with pytorch#169780 (2.11 on) accepts odd strides on size-1 dims (it halves strides with C integer
 division: 1 -> 0, 3 -> 1) but still refuses empty tensors with odd strides;
 older torch refused both.  The tests below record which torch behaviour ran.
 """
@@ -156,7 +156,7 @@ def test_user_story_2_view_as_complex_is_zero_copy(torch):
 
 
 def test_user_story_2_agrees_with_this_torch(torch):
-    """torch < 2.13 refuses the story tensors; torch 2.13 accepts them.
+    """torch before pytorch#169780 refuses the story tensors; 2.11 on accept them.
 
     Either branch asserts: refused -> pylayout is zero-copy and correct;
     accepted -> pylayout gives exactly torch's view (strides, data_ptr)."""
@@ -166,11 +166,11 @@ def test_user_story_2_agrees_with_this_torch(torch):
         z = pl.view_as_complex(x)
         expected = torch.complex(x[..., 0].contiguous(), x[..., 1].contiguous())
         if tz is None:
-            branches.append("torch refuses (pre-2.13 behaviour)")
+            branches.append("torch refuses (before pytorch#169780)")
             assert z.data_ptr() == x.data_ptr() and torch.equal(z, expected), \
                 f"{name}: torch {torch.__version__} refused; pylayout must still give a zero-copy view"
         else:
-            branches.append("torch accepts (2.13 behaviour)")
+            branches.append("torch accepts (pytorch#169780)")
             assert z.stride() == tz.stride() == (1, 0), \
                 f"{name}: torch {torch.__version__} accepted with strides {tz.stride()}, pylayout {z.stride()}"
             assert z.data_ptr() == tz.data_ptr() == x.data_ptr(), name
@@ -315,7 +315,7 @@ def test_view_as_complex_differential(torch):
         if tz is not None:
             stats["torch_ok"] += 1
             if any(x.shape[d] == 1 and x.stride(d) % 2 for d in range(x.dim() - 1)):
-                stats["torch_ok_size1_odd"] += 1  # torch >= 2.13 behaviour
+                stats["torch_ok_size1_odd"] += 1  # pytorch#169780's behaviour
             assert ok, f"{where}: torch views it but the documented rule says it is not viewable"
             z = pl.view_as_complex(x, copy=False)
             assert z.dtype == tz.dtype and z.shape == tz.shape, where
@@ -370,11 +370,11 @@ def test_view_as_complex_differential(torch):
     assert stats["copied"] > 300, stats
     assert stats["align_only"] > 30, stats
     assert stats["not_last2"] > 30, stats
-    # Size-1 dims with odd strides were exercised: torch >= 2.13 accepts them
+    # Size-1 dims with odd strides were exercised: torch with pytorch#169780 accepts them
     # (torch_ok_size1_odd > 0, and pylayout matched its strides above), older
     # torch refuses them (viewable_size1_odd > 0, pylayout still zero-copy).
     assert stats["torch_ok_size1_odd"] + stats["viewable_size1_odd"] > 100, stats
-    branch = "2.13: torch accepts" if stats["torch_ok_size1_odd"] else "pre-2.13: torch refuses"
+    branch = "pytorch#169780: torch accepts" if stats["torch_ok_size1_odd"] else "older torch refuses"
     assert not (stats["torch_ok_size1_odd"] and stats["viewable_size1_odd"]), f"mixed torch behaviour {stats}"
     print(f"size-1 odd strides, {branch}")
     print(f"torch {torch.__version__}: {stats}")
@@ -832,8 +832,8 @@ def test_canonicalize_numpy(np):
 
 
 def test_canonicalize_makes_viewable_tensors_acceptable_to_strict_torch(torch):
-    """canonicalize exists so that stride-checking code (torch < 2.13's
-    view_as_complex: every stride but the last even) accepts a viewable
+    """canonicalize exists so that stride-checking code (torch's
+    view_as_complex before pytorch#169780: every stride but the last even) accepts a viewable
     tensor.  Whenever pylayout views x zero-copy, canonicalize(x) must have
     even strides in every dim but the last."""
     rng = random.Random(99)

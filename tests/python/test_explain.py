@@ -80,7 +80,7 @@ def test_einops_view_as_complex_case(torch):
     assert "dim 1 (size 1) has stride 1" in block
     assert "pylayout.view_as_complex(x)" in block
     assert "pylayout.canonicalize(x)" in block
-    assert "torch < 2.13" in block
+    assert "pytorch#169780" in block   # the torch change that accepts it, whichever way this torch went
     # the verdict matches the installed torch
     try:
         torch.view_as_complex(x)
@@ -93,11 +93,12 @@ def test_einops_view_as_complex_case(torch):
     assert z.data_ptr() == x.data_ptr() and tuple(z.shape) == (336, 1)
 
 
-def test_pre_2_13_torch_refusal_is_explained(torch, monkeypatch):
-    """Under torch < 2.13 rules the einops tensor is refused, with the dim named and the fix."""
+def test_older_torch_refusal_is_explained(torch, monkeypatch):
+    """Under the rules of torch releases before pytorch#169780 the einops
+    tensor is refused, with the dim named and the fix."""
     from pylayout import _explain
 
-    monkeypatch.setattr(_explain, "_torch_version", lambda: (2, 12))
+    monkeypatch.setattr(_explain, "_torch_skips_size1", lambda: False)
     x = torch.rand(336, 2, 1).transpose(1, 2).contiguous()   # plain-torch reproduction
     assert x.stride() == (2, 1, 1)
     text = explain(x)
@@ -106,6 +107,27 @@ def test_pre_2_13_torch_refusal_is_explained(torch, monkeypatch):
     assert "dim 1 (size 1) has stride 1" in block
     assert "fix: pylayout.view_as_complex(x) (zero-copy view)" in block
     assert "pylayout.canonicalize(x)" in block
+    assert "torch releases with pytorch#169780" in block
+    # and under the rules of releases with it, accepted with the older refusal named
+    monkeypatch.setattr(_explain, "_torch_skips_size1", lambda: True)
+    block = op_block(explain(x), "torch.view_as_complex")
+    assert accepts(explain(x), "torch.view_as_complex")
+    assert "but torch releases before pytorch#169780" in block and "dim 1 (size 1) has stride 1" in block
+
+
+def test_the_size1_rule_is_asked_of_the_installed_torch(torch):
+    """explain's verdict on a size-1 dim's odd stride is what this torch does,
+    whatever its version (a version number said 2.13; 2.11 had the change)."""
+    from pylayout import _explain
+
+    x = torch.rand(336, 2, 1).transpose(1, 2).contiguous()
+    try:
+        torch.view_as_complex(x)
+        ok = True
+    except RuntimeError:
+        ok = False
+    assert _explain._torch_skips_size1() is ok
+    assert accepts(explain(x), "torch.view_as_complex") is ok
 
 
 def test_view_as_complex_refusals_name_dim_and_fix(torch):
@@ -343,7 +365,8 @@ def test_layout_html_is_escaped_and_self_contained(torch):
     assert "<" not in re.sub(r"</?(div|table|tr|th|td|pre|span)\b[^<>]*>", "", h)
     einops_like = torch.rand(336, 2, 1).transpose(1, 2).contiguous()
     h2 = layout(einops_like)._repr_html_()
-    assert "torch &gt;= 2.13" in h2 and "torch < 2.13" not in h2
+    assert "pytorch#169780" in h2
+    assert "<" not in re.sub(r"</?(div|table|tr|th|td|pre|span)\b[^<>]*>", "", h2)
     capped = layout(torch.rand(40, 30))._repr_html_()
     assert capped.count("<td title=") == 16 * 16 and "first 16 of 40" in capped
 

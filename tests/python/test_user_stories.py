@@ -164,7 +164,7 @@ def test_story2_plain_torch_repro(record_property):
     c = pl.canonicalize(x)
     assert c.stride() == (2, 2, 1) and c.data_ptr() == x.data_ptr()
     assert torch.equal(torch.view_as_complex(c), pl.view_as_complex(x))
-    # and pylayout explains what torch < 2.13 objected to
+    # and pylayout explains what torch before pytorch#169780 objected to
     text = pl.explain(x)
     assert "view_as_complex" in text and "dim 1" in text
 
