@@ -411,8 +411,8 @@ def view_as_complex(x: "SupportsDLPack", *, copy: "bool | None" = None) -> _Any:
     other dim of size > 1 has an even stride, in any order (transposed,
     channels_last, sliced).  Strides of size-1 and empty dims do not matter,
     unlike ``torch.view_as_complex`` (which refused size-1 dims with odd
-    strides before pytorch#169780, in torch 2.11, and still refuses empty
-    tensors).
+    strides before pytorch#169780, which torch 2.11 has, and still refuses
+    empty tensors).
 
     ``copy=None`` packs a new complex tensor when no view exists,
     ``copy=False`` raises ValueError naming the dim and stride that forbid it,
@@ -560,9 +560,9 @@ def canonicalize(x: "SupportsDLPack") -> _Any:
     """Zero-copy view of `x` whose size-1 dims carry canonical strides.
 
     A size-1 dim's stride never matters for which memory a tensor covers,
-    but it trips code that checks strides (such as torch's
-    view_as_complex before pytorch#169780, in torch 2.11).  The canonical stride is the one a compact layout of
-    the inner dims gives.
+    but it trips code that checks strides (such as torch's view_as_complex
+    before pytorch#169780, which torch 2.11 has).  The canonical stride is
+    the one a compact layout of the inner dims gives.
 
     >>> import numpy as np, pylayout as pl
     >>> x = np.zeros((4, 2, 1), dtype=np.float32).transpose(0, 2, 1)

@@ -5,8 +5,9 @@
  * is (re, im) with stride 1 *is* a complex tensor whenever the other strides
  * step over whole complex elements.  torch.view_as_complex asks for more
  * than memory needs (even strides on empty tensors, and on size-1 dims before
- * pytorch#169780, which torch 2.11 has); pylayout asks only what memory needs, and computes the view's
- * strides with torch's own arithmetic so results agree wherever torch agrees.
+ * pytorch#169780, which torch 2.11 has); pylayout asks only what memory
+ * needs, and computes the view's strides with torch's own arithmetic so
+ * results agree wherever torch agrees.
  */
 #include <stdlib.h>
 #include <stdio.h>
