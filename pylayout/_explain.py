@@ -81,7 +81,7 @@ class _Meta:
 
 
 _SIZE1_FIX = "pytorch#169780 (December 2025; torch 2.11 has it)"
-_size1_answer = []
+_size1_answer: list[bool] = []
 
 
 def _torch_skips_size1():
