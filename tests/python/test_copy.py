@@ -512,6 +512,47 @@ def test_short_dim_planes_on_every_simd_path(path):
     _check_in_simd_child(SHORT_DIMS_CHILD, path, 1088)
 
 
+# The same transposes through planes past half of L3 (over 8 MiB, the most
+# that threshold is: plan.c's pl_stream_min_wide_bytes), where each unit
+# prefetches its dst rows and the next unit's src rows, that unit's rows
+# past the tensor for the last units (plan.c's pl_run_planes): groups
+# packed in both (an RGB image transposed), in src only (dst planes), in
+# dst only (src planes), and a 4-D permute; ragged units, src off by an
+# element, dst on and off its lines; against NumPy and torch, 1 and 2
+# threads, every SIMD path.
+PLANES_AHEAD_CHILD = r"""
+rng = np.random.default_rng(31)
+checked = 0
+big = 8 * 1024 * 1024 + 300_000
+cases = []
+for dtype, c, perm, shape in ((np.uint8, 3, (1, 0, 2), lambda h, w, c: (h, w, c)),
+                              (np.float32, 3, (1, 0, 2), lambda h, w, c: (h, w, c)),
+                              (np.float32, 4, (2, 1, 0), lambda h, w, c: (h, w, c)),
+                              (np.float32, 3, (2, 1, 0), lambda h, w, c: (c, h, w)),
+                              (np.float16, 5, (0, 3, 2, 1), lambda h, w, c: (2, h, w, c))):
+    isz = np.dtype(dtype).itemsize
+    h = 1001
+    w = big // (h * c * isz * (2 if len(perm) == 4 else 1)) + 1
+    cases.append((dtype, perm, shape(h, w, c)))
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, perm, shape in cases:
+        isz = np.dtype(dtype).itemsize
+        numel = int(np.prod(shape))
+        assert numel * isz > 8 * 1024 * 1024, shape
+        flat = rng.integers(0, 256, (numel + 1) * isz, dtype=np.uint8).view(dtype)
+        for src_off in (0, 1):
+            a = flat[src_off:src_off + numel].reshape(shape)
+            checked += check_permuted(a, perm, (0, 3 * isz), (dtype, shape, perm, threads, src_off))
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_planes_past_half_of_l3_on_every_simd_path(path):
+    _check_in_simd_child(PLANES_AHEAD_CHILD, path, 40)
+
+
 # Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
 # with fewer channels than the block's rows (9-31 float16, 9-15 float32,
 # 5-7 float64) go to the AVX2 streaming tile (copy_x86.c), above 4 MiB,
