@@ -468,12 +468,17 @@ def copy_cases(quick: bool) -> list[Case]:
                           lambda shp=shp: torch.randn(*shp).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # an RGB image transposed: groups of 3 elements, through planes in L1
-    # (plan.c's pl_plane_dims)
+    # (plan.c's pl_plane_dims); an HD frame, 6 MB, in registers on AVX-512
+    # (copy_x86.c's tile3: copies that stay in cache)
     m = 2048 // s
     for dt in (torch.uint8, torch.float32):
         cases.append(Case(f"RGB image transposed ({m}, {m}, 3) {str(dt)[6:]} by (1, 0, 2)",
                           lambda m=m, dt=dt: torch.randn(m, m, 3).to(dt).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    h, w = 1080 // s, 1920 // s
+    cases.append(Case(f"RGB image transposed ({h}, {w}, 3) uint8 by (1, 0, 2)",
+                      lambda h=h, w=w: torch.randn(h, w, 3).to(torch.uint8).permute(1, 0, 2),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # all dims reversed (NumPy's a.T of a 3-D array): a short dim contiguous
     # in one tensor only, through planes (plan.c's pl_plane_dims)
     m = 2048 // s

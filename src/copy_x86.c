@@ -900,6 +900,108 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
         PL_LANES4x4(_mm512_shuffle_f64x2, t[c], t[2 + c], t[4 + c], t[6 + c], o[c], o[2 + c], o[4 + c], o[6 + c]);
 }
 
+/* ---- Transposes of 3-element groups packed in both tensors ----
+ *
+ * An RGB image transposed, (H,W,3) by (1,0,2), moves pixels of G = 3e
+ * bytes (e = 1, 2 or 4) that no SIMD element holds.  Blocks of V x V
+ * pixels, V = 16 / 8 / 4, whose src rows are 48 bytes each: every row is
+ * loaded (12 dwords, masked), its pixels spread to slots of W = 4e bytes
+ * (lane L takes dwords 3L..3L+2 by vpermd, then an in-lane byte shuffle
+ * puts each pixel at the bottom of its slot), the block transposed as V x V
+ * slots (dwords, qwords or 128-bit lanes), each dst row packed back the
+ * inverse way and stored, 48 bytes, masked.  All in registers: the planes
+ * route (plan.c's pl_run_planes) unzips every row into L1 buffers, makes a
+ * tile call per plane and zips every dst row, 227 kernel calls a 112 x 112
+ * unit of uint8 pixels. */
+PL_AVX512 static inline __m512i pl_g3_spread(__m512i r, int e)
+{
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5, 6, 7, 8, 8, 9, 10, 11, 11);
+    const __m512i x = _mm512_permutexvar_epi32(lanes, r);
+    if (e == 4)
+        return x;
+    const __m512i bytes = e == 1 ? _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10,
+                                                                        11, -1))
+                                 : _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, -1, -1, 6, 7, 8, 9, 10, 11,
+                                                                        -1, -1));
+    return _mm512_shuffle_epi8(x, bytes);
+}
+
+/* The inverse of pl_g3_spread: the V pixels of a row packed into its 48
+ * low bytes. */
+PL_AVX512 static inline __m512i pl_g3_pack(__m512i x, int e)
+{
+    if (e != 4) {
+        const __m512i bytes = e == 1 ? _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1,
+                                                                            -1, -1, -1))
+                                     : _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, -1,
+                                                                            -1, -1, -1));
+        x = _mm512_shuffle_epi8(x, bytes);
+    }
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 0, 0, 0, 0);
+    return _mm512_permutexvar_epi32(lanes, x);
+}
+
+/* o[k] = slot k of each of r[0..V-1], V = 16 dwords, 8 qwords or 4 lanes. */
+PL_AVX512 static inline void pl_g3_transpose(__m512i r[16], __m512i o[16], int e)
+{
+    if (e == 1) {
+        __m512 a[16], b[16];
+        for (int k = 0; k < 16; k++)
+            a[k] = _mm512_castsi512_ps(r[k]);
+        pl_t16x16_regs512(a, b);
+        for (int k = 0; k < 16; k++)
+            o[k] = _mm512_castps_si512(b[k]);
+    } else if (e == 2) {
+        __m512i t[8];
+        for (int g = 0; g < 4; g++) {
+            t[2 * g] = _mm512_unpacklo_epi64(r[2 * g], r[2 * g + 1]);
+            t[2 * g + 1] = _mm512_unpackhi_epi64(r[2 * g], r[2 * g + 1]);
+        }
+        for (int c = 0; c < 2; c++)
+            PL_LANES4x4(_mm512_shuffle_i64x2, t[c], t[2 + c], t[4 + c], t[6 + c], o[c], o[2 + c], o[4 + c], o[6 + c]);
+    } else {
+        PL_LANES4x4(_mm512_shuffle_i32x4, r[0], r[1], r[2], r[3], o[0], o[1], o[2], o[3]);
+    }
+}
+
+/* One V x V block: src rows i0.., pixels j0..; dst rows j0.., pixels i0.. */
+PL_AVX512 static inline __attribute__((always_inline)) void pl_g3_block(const char *s, int64_t ssa, char *d,
+                                                                         int64_t dsb, int e)
+{
+    const int V = 16 / e;
+    __m512i r[16], o[16];
+    for (int k = 0; k < V; k++)
+        r[k] = pl_g3_spread(_mm512_maskz_loadu_epi32(0x0FFF, s + k * ssa), e);
+    pl_g3_transpose(r, o, e);
+    for (int k = 0; k < V; k++)
+        _mm512_mask_storeu_epi32(d + k * dsb, 0x0FFF, pl_g3_pack(o[k], e));
+}
+
+/* The tile: V x V blocks, the last along each side shifted back to overlap
+ * the one before (elements written twice, the same value: src and dst
+ * never overlap); a side shorter than V moves pixel by pixel. */
+#define PL_DEFINE_G3_TILE(NAME, E)                                                                       \
+    PL_AVX512 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        enum { V = 16 / (E), G = 3 * (E) };                                                              \
+        if (na < V || nb < V) {                                                                          \
+            for (int64_t j = 0; j < nb; j++)                                                             \
+                for (int64_t i = 0; i < na; i++)                                                         \
+                    memcpy(dst + j * dsb + i * G, src + i * ssa + j * G, G);                             \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t j = 0; j < nb; j += V) {                                                            \
+            const int64_t J = j + V > nb ? nb - V : j;                                                   \
+            for (int64_t i = 0; i < na; i += V) {                                                        \
+                const int64_t I = i + V > na ? na - V : i;                                               \
+                pl_g3_block(src + I * ssa + J * G, ssa, dst + J * dsb + I * G, dsb, (E));                \
+            }                                                                                            \
+        }                                                                                                \
+    }
+PL_DEFINE_G3_TILE(pl_g3tile1_avx512, 1)
+PL_DEFINE_G3_TILE(pl_g3tile2_avx512, 2)
+PL_DEFINE_G3_TILE(pl_g3tile4_avx512, 4)
+
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
  * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Measured on the
  * 2-core EPYC (Zen 5, 512-bit datapaths) dev VM, n x n float32, 1 thread,
@@ -1099,6 +1201,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx512, [PL_SIZE8] = pl_wtile8_avx512},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx512_back, [PL_SIZE8] = pl_wtile8_avx512_back},
     .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
+    .tile3 = {[PL_SIZE1] = pl_g3tile1_avx512, [PL_SIZE2] = pl_g3tile2_avx512, [PL_SIZE4] = pl_g3tile4_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx512,

@@ -130,6 +130,11 @@ typedef struct _pylayout_kernels {
      * first, for a copy that repeats the one before it (plan.c,
      * pl_repeats); set where tile_wrap is. */
     _pylayout_tile_fn tile_wrap_back[PL_NSIZES];
+    /* Transposes of 3-element groups packed in both tensors (an RGB
+     * image's pixels, (H,W,3) by (1,0,2)), per size of one element: a tile
+     * of na x nb groups of 3 * size bytes, as the tiles above; NULL: the
+     * copy goes through planes (plan.c's pl_run_planes). */
+    _pylayout_tile_fn tile3[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Rows copied backwards per element size. */

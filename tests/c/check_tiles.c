@@ -414,21 +414,28 @@ END_TEST
 
 /* Transposes of groups of 3, 5, 6 and 7 elements of 1, 2, 4 and 8 bytes
  * (plan.c's pl_plane_dims: RGB pixels of an image transposed): each
- * unit unzipped into planes, the planes transposed, zipped again.  Sides
- * that end mid-unit and mid-block, under and over the streaming threshold,
- * src and dst off their lines. */
+ * unit unzipped into planes, the planes transposed, zipped again; or, for
+ * groups of 3 elements of 1, 2 or 4 bytes on AVX-512, in registers (the
+ * tile3 kernels, in blocks of 16 / 8 / 4 pixels).  Sides that end mid-unit
+ * and mid-block, sides shorter than a block (9: the tile3 kernels' pixel
+ * by pixel fallback; 130: a last unit 2 pixels wide), under and over the
+ * streaming threshold, src and dst off their lines. */
 START_TEST(test_plane_groups)
 {
     static const int swap[3] = {1, 0, 2};
-    copy_case cases[4 * 4 * 2 + 2];
+    copy_case cases[4 * 4 * 2 + 4 * 2 + 2];
     int n = 0;
     const int64_t P[] = {3, 5, 6, 7};
-    for (size_t e = 1; e <= 8; e *= 2)
+    for (size_t e = 1; e <= 8; e *= 2) {
         for (int k = 0; k < 4; k++) {
             const int64_t small[3] = {37 + k, 130 - 7 * k, P[k]}, wide[3] = {20, 300, P[k]};
             cases[n++] = permute_case(3, small, swap, e);
             cases[n++] = permute_case(3, wide, swap, e);
         }
+        const int64_t short_a[3] = {9, 140, 3}, short_b[3] = {130, 11, 3};
+        cases[n++] = permute_case(3, short_a, swap, e);
+        cases[n++] = permute_case(3, short_b, swap, e);
+    }
     static const int64_t big1[3] = {1081, 1301, 3}, big4[3] = {700, 517, 3};
     cases[n++] = permute_case(3, big1, swap, 1);
     cases[n++] = permute_case(3, big4, swap, 4);
