@@ -637,6 +637,105 @@ PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, p
                 [PL_SIZE4] = _pylayout_reverse4_avx2, [PL_SIZE8] = _pylayout_reverse8_avx2,                  \
                 [PL_SIZE16] = _pylayout_reverse16_avx2},                                                     \
     .reverse_groups = _pylayout_reverse_groups_avx2
+/* Groups of 3 elements packed in both (RGB pixels transposed) on AVX2:
+ * the AVX-512 tile3 kernels' scheme (see there) on 32-byte vectors, blocks
+ * of 8 / 4 / 2 pixels whose rows are 24 bytes, loaded and stored as 16 + 8
+ * bytes (AMD cores before Zen 4 microcode vpmaskmovd stores). */
+PL_AVX2 static inline __m256i pl_g3_spread256(const char *p, int e)
+{
+    const __m256i r = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)),
+                                              _mm_loadl_epi64((const __m128i *)(const void *)(p + 16)), 1);
+    const __m256i x = _mm256_permutevar8x32_epi32(r, _mm256_setr_epi32(0, 1, 2, 2, 3, 4, 5, 5));
+    if (e == 4)
+        return x;
+    const __m256i bytes = e == 1 ? _mm256_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1, 0, 1, 2, -1,
+                                                    3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1)
+                                 : _mm256_setr_epi8(0, 1, 2, 3, 4, 5, -1, -1, 6, 7, 8, 9, 10, 11, -1, -1, 0, 1, 2, 3,
+                                                    4, 5, -1, -1, 6, 7, 8, 9, 10, 11, -1, -1);
+    return _mm256_shuffle_epi8(x, bytes);
+}
+
+PL_AVX2 static inline void pl_g3_pack256(char *p, __m256i x, int e)
+{
+    if (e != 4) {
+        const __m256i bytes = e == 1 ? _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1, 0, 1,
+                                                        2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1)
+                                     : _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1, 0, 1,
+                                                        2, 3, 4, 5, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1);
+        x = _mm256_shuffle_epi8(x, bytes);
+    }
+    x = _mm256_permutevar8x32_epi32(x, _mm256_setr_epi32(0, 1, 2, 4, 5, 6, 0, 0));
+    _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(x));
+    _mm_storel_epi64((__m128i *)(void *)(p + 16), _mm256_extracti128_si256(x, 1));
+}
+
+/* o[k] = slot k of each of r[0..V-1], V = 8 dwords, 4 qwords or 2 lanes. */
+PL_AVX2 static inline void pl_g3_transpose256(const __m256i r[8], __m256i o[8], int e)
+{
+    if (e == 1) {
+        __m256 t[8], u[8];
+        for (int k = 0; k < 4; k++) {
+            t[2 * k] = _mm256_unpacklo_ps(_mm256_castsi256_ps(r[2 * k]), _mm256_castsi256_ps(r[2 * k + 1]));
+            t[2 * k + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(r[2 * k]), _mm256_castsi256_ps(r[2 * k + 1]));
+        }
+        for (int g = 0; g < 2; g++) { /* u[4g + c], lane L: column 4L + c of rows 4g..4g+3 */
+            u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+            u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
+            u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+            u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
+        }
+        for (int c = 0; c < 4; c++) {
+            o[c] = _mm256_castps_si256(_mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+            o[4 + c] = _mm256_castps_si256(_mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+        }
+    } else if (e == 2) {
+        const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
+        const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
+        o[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+        o[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+        o[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+        o[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+    } else {
+        o[0] = _mm256_permute2x128_si256(r[0], r[1], 0x20);
+        o[1] = _mm256_permute2x128_si256(r[0], r[1], 0x31);
+    }
+}
+
+PL_AVX2 static inline __attribute__((always_inline)) void pl_g3_block256(const char *s, int64_t ssa, char *d,
+                                                                         int64_t dsb, int e)
+{
+    const int V = 8 / e;
+    __m256i r[8], o[8];
+    for (int k = 0; k < V; k++)
+        r[k] = pl_g3_spread256(s + k * ssa, e);
+    pl_g3_transpose256(r, o, e);
+    for (int k = 0; k < V; k++)
+        pl_g3_pack256(d + k * dsb, o[k], e);
+}
+
+/* As PL_DEFINE_G3_TILE, on pl_g3_block256. */
+#define PL_DEFINE_G3_TILE256(NAME, E)                                                                    \
+    PL_AVX2 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        enum { V = 8 / (E), G = 3 * (E) };                                                               \
+        if (na < V || nb < V) {                                                                          \
+            for (int64_t j = 0; j < nb; j++)                                                             \
+                for (int64_t i = 0; i < na; i++)                                                         \
+                    memcpy(dst + j * dsb + i * G, src + i * ssa + j * G, G);                             \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t j = 0; j < nb; j += V) {                                                            \
+            const int64_t J = j + V > nb ? nb - V : j;                                                   \
+            for (int64_t i = 0; i < na; i += V) {                                                        \
+                const int64_t I = i + V > na ? na - V : i;                                               \
+                pl_g3_block256(src + I * ssa + J * G, ssa, dst + J * dsb + I * G, dsb, (E));             \
+            }                                                                                            \
+        }                                                                                                \
+    }
+PL_DEFINE_G3_TILE256(pl_g3tile1_avx2, 1)
+PL_DEFINE_G3_TILE256(pl_g3tile2_avx2, 2)
+PL_DEFINE_G3_TILE256(pl_g3tile4_avx2, 4)
+
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
     .pack_stream = {[PL_SIZE4] = _pylayout_pack4_avx2_stream},                                           \
@@ -645,6 +744,7 @@ PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, p
 const _pylayout_kernels _pylayout_kernels_avx2 = {
     .name = "avx2",
     PL_AVX2_TILES(pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2),
+    .tile3 = {[PL_SIZE1] = pl_g3tile1_avx2, [PL_SIZE2] = pl_g3tile2_avx2, [PL_SIZE4] = pl_g3tile4_avx2},
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
     .tile_stream = {

@@ -1011,8 +1011,8 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
     const int lg = _pl_size_index((size_t)e);
     const _pylayout_thin_kernels *t = k->thin != NULL ? k->thin : &_pylayout_thin_portable;
     p->planes = P;
-    /* Groups of 3 packed in both go through registers (tile3, AVX-512) in
-     * copies that stay in cache.  Measured on the 2-core Zen 5 dev VM,
+    /* Groups of 3 packed in both go through registers (tile3: AVX-512 and
+     * AVX2) in copies that stay in cache.  Measured on the 2-core Zen 5 dev VM,
      * torch tensors, (H,W,3) by (1,0,2), copy_into in a loop, best of 7
      * batches, GB/s, 1 thread / 2 threads, through planes -> tile3:
      *   uint8 1080 x 1920 13.9 -> 35.6, 26.3 -> 59.9; 1024 x 1024 15.2 ->
@@ -1020,6 +1020,11 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      *   float16 1001 x 999 13.0 -> 33.8, 23.7 -> 61.9; 1024 x 1024 14.6 ->
      *   28.0, 27.6 -> 50.0; float32 512 x 512 20.2 -> 29.6, 34.8 -> 46.9;
      *   300 x 301 18.3 -> 39.9, 32.8 -> 57.9.
+     * The AVX2 kernels on the same CPU (PYLAYOUT_SIMD=avx2), planes -> tile3:
+     *   uint8 1080 x 1920 13.5 -> 20.8, 26.7 -> 39.4; 224 x 224 14.0 -> 20.8,
+     *   14.6 -> 20.8; float16 1001 x 999 12.6 -> 21.9, 23.9 -> 42.3; float32
+     *   300 x 301 16.5 -> 25.0, 31.1 -> 48.7; 512 x 512 17.4 -> 18.7, 32.9
+     *   -> 33.2.
      * Past half of L3 the planes with their prefetches win (planes_ahead;
      * tile3 with the same prefetches, a strip of 16 dst rows at a time):
      * uint8 4096 x 4096 7.8 against 6.8, 16.6 against 12.6; float32 2048 x

@@ -427,11 +427,11 @@ def test_group_transposes_on_every_simd_path(path):
 # Transposes of groups of 3 to 8 elements (plan.c's pl_plane_dims): an
 # RGB image transposed, (H,W,3) by (1,0,2), in every dtype, and groups of
 # 5-7; each unit unzipped into planes, the planes transposed, zipped again,
-# or on AVX-512 groups of 3 of 1-4 bytes in registers (copy_x86.c's tile3
-# kernels; sides of 9 pixels are shorter than their blocks, 130 leaves a
-# last unit 2 pixels wide).  Against NumPy and torch, small and over 4 MiB,
-# src off by an element, dst on and off its lines, 1 and 2 threads, every
-# SIMD path.
+# or on AVX-512 and AVX2 groups of 3 of 1-4 bytes in registers (copy_x86.c's
+# tile3 kernels; sides of 9 and 11 pixels are shorter than AVX-512's uint8
+# blocks, 129 leaves a last unit 1 pixel wide).  Against NumPy and torch,
+# small and over 4 MiB, src off by an element, dst on and off its lines, 1
+# and 2 threads, every SIMD path.
 PLANE_GROUPS_CHILD = r"""
 rng = np.random.default_rng(23)
 checked = 0
@@ -440,7 +440,7 @@ for threads in (1, 2):
     for dtype, k in ((np.uint8, 3), (np.float16, 3), (np.float32, 3), (np.float64, 3), (np.uint8, 7),
                      (np.float32, 5), (np.int16, 6)):
         isz = np.dtype(dtype).itemsize
-        for h, w in ((37, 45), (9, 140), (130, 11), (1100, 4_400_000 // (1100 * k * isz) + 1)):
+        for h, w in ((37, 45), (9, 140), (129, 11), (1100, 4_400_000 // (1100 * k * isz) + 1)):
             numel = h * w * k
             flat = rng.integers(0, 256, (numel + 1) * isz, dtype=np.uint8).view(dtype)
             for src_off in (0, 1):
