@@ -713,28 +713,31 @@ PL_AVX2 static inline __attribute__((always_inline)) void pl_g3_block256(const c
         pl_g3_pack256(d + k * dsb, o[k], e);
 }
 
-/* As PL_DEFINE_G3_TILE, on pl_g3_block256. */
-#define PL_DEFINE_G3_TILE256(NAME, E)                                                                    \
-    PL_AVX2 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+/* A tile of pixels of 3 elements of E bytes in V x V blocks (BLOCK), the
+ * last along each side shifted back to overlap the one before (elements
+ * written twice, the same value: src and dst never overlap); a side
+ * shorter than V moves pixel by pixel. */
+#define PL_DEFINE_G3_TILE(NAME, ATTR, E, V, BLOCK)                                                        \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
     {                                                                                                    \
-        enum { V = 8 / (E), G = 3 * (E) };                                                               \
-        if (na < V || nb < V) {                                                                          \
+        enum { G = 3 * (E) };                                                                            \
+        if (na < (V) || nb < (V)) {                                                                      \
             for (int64_t j = 0; j < nb; j++)                                                             \
                 for (int64_t i = 0; i < na; i++)                                                         \
                     memcpy(dst + j * dsb + i * G, src + i * ssa + j * G, G);                             \
             return;                                                                                      \
         }                                                                                                \
-        for (int64_t j = 0; j < nb; j += V) {                                                            \
-            const int64_t J = j + V > nb ? nb - V : j;                                                   \
-            for (int64_t i = 0; i < na; i += V) {                                                        \
-                const int64_t I = i + V > na ? na - V : i;                                               \
-                pl_g3_block256(src + I * ssa + J * G, ssa, dst + J * dsb + I * G, dsb, (E));             \
+        for (int64_t j = 0; j < nb; j += (V)) {                                                          \
+            const int64_t J = j + (V) > nb ? nb - (V) : j;                                               \
+            for (int64_t i = 0; i < na; i += (V)) {                                                      \
+                const int64_t I = i + (V) > na ? na - (V) : i;                                           \
+                BLOCK(src + I * ssa + J * G, ssa, dst + J * dsb + I * G, dsb, (E));                      \
             }                                                                                            \
         }                                                                                                \
     }
-PL_DEFINE_G3_TILE256(pl_g3tile1_avx2, 1)
-PL_DEFINE_G3_TILE256(pl_g3tile2_avx2, 2)
-PL_DEFINE_G3_TILE256(pl_g3tile4_avx2, 4)
+PL_DEFINE_G3_TILE(pl_g3tile1_avx2, PL_AVX2, 1, 8, pl_g3_block256)
+PL_DEFINE_G3_TILE(pl_g3tile2_avx2, PL_AVX2, 2, 4, pl_g3_block256)
+PL_DEFINE_G3_TILE(pl_g3tile4_avx2, PL_AVX2, 4, 2, pl_g3_block256)
 
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
@@ -1077,30 +1080,9 @@ PL_AVX512 static inline __attribute__((always_inline)) void pl_g3_block(const ch
         _mm512_mask_storeu_epi32(d + k * dsb, 0x0FFF, pl_g3_pack(o[k], e));
 }
 
-/* The tile: V x V blocks, the last along each side shifted back to overlap
- * the one before (elements written twice, the same value: src and dst
- * never overlap); a side shorter than V moves pixel by pixel. */
-#define PL_DEFINE_G3_TILE(NAME, E)                                                                       \
-    PL_AVX512 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
-    {                                                                                                    \
-        enum { V = 16 / (E), G = 3 * (E) };                                                              \
-        if (na < V || nb < V) {                                                                          \
-            for (int64_t j = 0; j < nb; j++)                                                             \
-                for (int64_t i = 0; i < na; i++)                                                         \
-                    memcpy(dst + j * dsb + i * G, src + i * ssa + j * G, G);                             \
-            return;                                                                                      \
-        }                                                                                                \
-        for (int64_t j = 0; j < nb; j += V) {                                                            \
-            const int64_t J = j + V > nb ? nb - V : j;                                                   \
-            for (int64_t i = 0; i < na; i += V) {                                                        \
-                const int64_t I = i + V > na ? na - V : i;                                               \
-                pl_g3_block(src + I * ssa + J * G, ssa, dst + J * dsb + I * G, dsb, (E));                \
-            }                                                                                            \
-        }                                                                                                \
-    }
-PL_DEFINE_G3_TILE(pl_g3tile1_avx512, 1)
-PL_DEFINE_G3_TILE(pl_g3tile2_avx512, 2)
-PL_DEFINE_G3_TILE(pl_g3tile4_avx512, 4)
+PL_DEFINE_G3_TILE(pl_g3tile1_avx512, PL_AVX512, 1, 16, pl_g3_block)
+PL_DEFINE_G3_TILE(pl_g3tile2_avx512, PL_AVX512, 2, 8, pl_g3_block)
+PL_DEFINE_G3_TILE(pl_g3tile4_avx512, PL_AVX512, 4, 4, pl_g3_block)
 
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
  * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Measured on the
