@@ -294,35 +294,6 @@ static void pl_fill_row(char *d, const char *s, int64_t n, size_t is)
     memcpy(d + total - 16, pattern, 16); /* the pattern repeats every is bytes, which divide 16 */
 }
 
-/* A unit of a transpose of groups of P = p->planes elements of e bytes
- * through L1 buffers: na x nb groups, src rows along a, dst rows along b.
- * Where a side holds the groups packed (ssq or dsq 0: the group's elements
- * are adjacent there), its rows are unzipped into P planes of na x nb
- * elements in one buffer (src), or zipped from the other (dst); where it
- * holds them as P planes ssq or dsq bytes apart, the tile kernel reads or
- * writes those planes in place.  Between the two, the tile kernel
- * transposes each plane.
- *
- * In copies past half of L3 (planes_ahead, the judgement that lets
- * transposes stream: pl_stream_min_wide_bytes) each phase waits on memory: the unzip
- * on src rows a few lines long and 10-50 KiB apart, which the hardware
- * prefetchers do not see coming, the zip on the read-for-ownership of its
- * dst lines.  So the unzip also prefetches, for writing, the lines the
- * zip is about to write, and the last phase (the zip, or the tile calls
- * where dst holds planes) prefetches the next unit's src rows (the next
- * unit along a: the same columns, the next na rows), each spread over
- * that phase's calls.  Measured on the 2-core Zen 5 dev VM, torch
- * tensors, copy_into, best of 15, GB/s, 1 thread / 2 threads, without
- * prefetches / next src rows only / both:
- *   float32 (2048,2048,3) by (1,0,2): 6.7 / 10.5 / 11.8 and 12.4 / 16.1 / 24.3;
- *   uint8 (4096,4096,3) by (1,0,2): 5.5 / 8.5 / 8.9 and 10.2 / 13.7 / 18.5;
- *   float32 (2048,2048,5) by (1,0,2): 7.3 / 10.3 / 12.0 and 13.5 / 19.5 / 21.1;
- *   float32 (16,3,512,512) by (0,3,2,1): 6.9 / 9.6 / 10.0 and 12.2 / 21.8 / 21.2;
- *   float32 (4,2048,2048) by (2,1,0): 6.8 / 8.6 / 8.7 and 11.7 / 16.9 / 16.9;
- *   uint8 (4096,4096,3) by (2,1,0) (dst planes): 3.6 / 3.9 / 3.6 and 6.5 / 6.9 / 7.0;
- *   uint8 (1080,1920,3) by (1,0,2), 6 MB, in L3, 2 threads: 24.6-24.9 without
- *   prefetches, 21.6-21.8 with both: in cache they cost, hence the size limit.
- * Prefetching into L2 only (prefetcht1) instead measured the same. */
 /* Prefetches the lines of rows [r0, r1) of rows `bytes` long at `base`,
  * the rows `step` bytes apart, and every `per` of them `pstep` bytes on
  * from the last `per` (the P planes of a unit's rows, each plane `per`
@@ -343,6 +314,37 @@ static inline void pl_prefetch_rows(uintptr_t base, int64_t step, int64_t per, i
     }
 }
 
+/* A unit of a transpose of groups of P = p->planes elements of e bytes
+ * through L1 buffers: na x nb groups, src rows along a, dst rows along b.
+ * Where a side holds the groups packed (ssq or dsq 0: the group's elements
+ * are adjacent there), its rows are unzipped into P planes of na x nb
+ * elements in one buffer (src), or zipped from the other (dst); where it
+ * holds them as P planes ssq or dsq bytes apart, the tile kernel reads or
+ * writes those planes in place.  Between the two, the tile kernel
+ * transposes each plane.
+ *
+ * In copies past half of L3 (planes_ahead, the judgement that lets
+ * transposes stream: pl_stream_min_wide_bytes) each phase waits on
+ * memory: the unzip on src rows a few lines long and 10-50 KiB apart,
+ * which the hardware prefetchers do not see coming, the zip on the
+ * read-for-ownership of its dst lines.  So the unzip also prefetches, for
+ * writing, the lines the zip is about to write, and the last phase (the
+ * zip, or the tile calls where dst holds planes) prefetches the next
+ * unit's src rows (the next unit along a: the same columns, the next na
+ * rows), each spread over that phase's calls.  Groups of 3 packed in both
+ * skip all of it where the kernels have tile3 (see pl_choose_planes).
+ * Measured on the 2-core Zen 5 dev VM, torch tensors, copy_into, best of
+ * 15, GB/s, 1 thread / 2 threads, without prefetches / next src rows only
+ * / both:
+ *   float32 (2048,2048,3) by (1,0,2): 6.7 / 10.5 / 11.8 and 12.4 / 16.1 / 24.3;
+ *   uint8 (4096,4096,3) by (1,0,2): 5.5 / 8.5 / 8.9 and 10.2 / 13.7 / 18.5;
+ *   float32 (2048,2048,5) by (1,0,2): 7.3 / 10.3 / 12.0 and 13.5 / 19.5 / 21.1;
+ *   float32 (16,3,512,512) by (0,3,2,1): 6.9 / 9.6 / 10.0 and 12.2 / 21.8 / 21.2;
+ *   float32 (4,2048,2048) by (2,1,0): 6.8 / 8.6 / 8.7 and 11.7 / 16.9 / 16.9;
+ *   uint8 (4096,4096,3) by (2,1,0) (dst planes): 3.6 / 3.9 / 3.6 and 6.5 / 6.9 / 7.0;
+ *   uint8 (1080,1920,3) by (1,0,2), 6 MB, in L3, 2 threads: 24.6-24.9 without
+ *   prefetches, 21.6-21.8 with both: in cache they cost, hence the size limit.
+ * Prefetching into L2 only (prefetcht1) instead measured the same. */
 static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb, char *buf,
                           int64_t half)
 {
