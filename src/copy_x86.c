@@ -637,6 +637,7 @@ PL_DEFINE_GROUP_STREAM(pl_group_stream_avx2, PL_AVX2, __m256i, pl_loadu_si256, p
                 [PL_SIZE4] = _pylayout_reverse4_avx2, [PL_SIZE8] = _pylayout_reverse8_avx2,                  \
                 [PL_SIZE16] = _pylayout_reverse16_avx2},                                                     \
     .reverse_groups = _pylayout_reverse_groups_avx2
+
 /* Groups of 3 elements packed in both (RGB pixels transposed) on AVX2:
  * the AVX-512 tile3 kernels' scheme (see there) on 32-byte vectors, blocks
  * of 8 / 4 / 2 pixels whose rows are 24 bytes, loaded and stored as 16 + 8
@@ -1045,7 +1046,7 @@ PL_AVX512 static inline __m512i pl_g3_pack(__m512i x, int e)
 }
 
 /* o[k] = slot k of each of r[0..V-1], V = 16 dwords, 8 qwords or 4 lanes. */
-PL_AVX512 static inline void pl_g3_transpose(__m512i r[16], __m512i o[16], int e)
+PL_AVX512 static inline void pl_g3_transpose(const __m512i r[16], __m512i o[16], int e)
 {
     if (e == 1) {
         __m512 a[16], b[16];
