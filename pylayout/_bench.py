@@ -469,7 +469,7 @@ def copy_cases(quick: bool) -> list[Case]:
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # an RGB image transposed: groups of 3 elements, through planes in L1
     # (plan.c's pl_plane_dims); an HD frame, 6 MB, in registers on AVX-512
-    # (copy_x86.c's tile3: copies that stay in cache)
+    # and AVX2 (copy_x86.c's tile3: copies that stay in cache)
     m = 2048 // s
     for dt in (torch.uint8, torch.float32):
         cases.append(Case(f"RGB image transposed ({m}, {m}, 3) {str(dt)[6:]} by (1, 0, 2)",
@@ -480,7 +480,8 @@ def copy_cases(quick: bool) -> list[Case]:
                       lambda h=h, w=w: torch.randn(h, w, 3).to(torch.uint8).permute(1, 0, 2),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # all dims reversed (NumPy's a.T of a 3-D array): a short dim contiguous
-    # in one tensor only, through planes (plan.c's pl_plane_dims)
+    # in one tensor only, through planes (plan.c's pl_plane_dims); packed in
+    # src, of 4- and 8-byte elements, in registers (copy_x86.c's tile_split)
     m = 2048 // s
     for shp, dt in (((m, m, 3), torch.uint8), ((m // 2, m // 2, 4), torch.float32), ((4, m // 2, m // 2), torch.float32)):
         cases.append(Case(f"all dims reversed {shp} {str(dt)[6:]} by (2, 1, 0)",

@@ -68,12 +68,8 @@ static inline void pl_t16x16_epi8(const char *s, int64_t ssa, __m128i o[16])
 }
 
 /* 8x8 of 16-bit elements. */
-static inline void pl_t8x8_epi16(const char *s, int64_t ssa, __m128i o[8])
+static inline void pl_t8x8_epi16_regs(const __m128i r[8], __m128i o[8])
 {
-    __m128i r[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        r[k] = _mm_loadu_si128((const __m128i *)(const void *)(s + k * ssa));
     __m128i a0 = _mm_unpacklo_epi16(r[0], r[1]), a1 = _mm_unpackhi_epi16(r[0], r[1]);
     __m128i a2 = _mm_unpacklo_epi16(r[2], r[3]), a3 = _mm_unpackhi_epi16(r[2], r[3]);
     __m128i a4 = _mm_unpacklo_epi16(r[4], r[5]), a5 = _mm_unpackhi_epi16(r[4], r[5]);
@@ -90,6 +86,15 @@ static inline void pl_t8x8_epi16(const char *s, int64_t ssa, __m128i o[8])
     o[5] = _mm_unpackhi_epi64(b4, b6);
     o[6] = _mm_unpacklo_epi64(b5, b7);
     o[7] = _mm_unpackhi_epi64(b5, b7);
+}
+
+static inline void pl_t8x8_epi16(const char *s, int64_t ssa, __m128i o[8])
+{
+    __m128i r[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        r[k] = _mm_loadu_si128((const __m128i *)(const void *)(s + k * ssa));
+    pl_t8x8_epi16_regs(r, o);
 }
 
 /* 4x4 of 32-bit elements. */
@@ -272,6 +277,53 @@ static void pl_sfence(void) { _mm_sfence(); }
         NAME##_walk(src, ssa, dst, dsb, na, nb, true);                                                   \
     }
 
+/* ---- Transposes into planes (_pylayout_tile_split_fn) ----
+ *
+ * NumPy's a.T of an (H,W,C) image, (H,W,C) by (2,1,0): src rows of W
+ * pixels of C elements, dst C planes of W rows.  As one transpose of an
+ * H x (W * C) matrix whose dst rows come C to a pixel, one in each plane,
+ * it runs in V x V register blocks like any tile; only each block's dst
+ * row addresses differ (_pl_split_rows).  (The planes route, plan.c's
+ * pl_run_planes, unzips every src row into L1 buffers and makes a tile
+ * call per plane.)
+ *
+ * NAME: blocks of V rows x H * V columns, H V x V transposes side by side
+ * (LOAD one src row of V elements, TRANSPOSE V rows in registers, STORE
+ * one dst row), so that each block reads whole 64-byte lines of its src
+ * rows: a line left half read waits a whole sweep down the rows for its
+ * other half, and rows a power of two apart evict it first (AVX2 8 x 8
+ * float blocks: float32 (512,512,4) 41 GB/s read + written against 67 for
+ * 8 x 16).  Blocks of dst rows in the outer loop, as tile3's; the last
+ * block along each side shifted back to overlap the one before (elements
+ * written twice, the same value: src and dst never overlap). */
+#define PL_DEFINE_SPLIT_TILE(NAME, ATTR, SIZE, V, H, VEC, LOAD, TRANSPOSE, STORE)                        \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,      \
+                          int64_t na, int64_t nc)                                                        \
+    {                                                                                                    \
+        enum { VC = (H) * (V) };                                                                         \
+        if (na < (V) || nc < VC) {                                                                       \
+            _pl_split_move(src, ssa, dst, dsb, dsq, P, na, nc, SIZE);                                    \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t c = 0; c < nc; c += VC) {                                                           \
+            const int64_t C = c + VC > nc ? nc - VC : c;                                                 \
+            int64_t doff[VC];                                                                            \
+            _pl_split_rows(C, P, dsb, dsq, VC, doff);                                                    \
+            for (int64_t i = 0; i < na; i += (V)) {                                                      \
+                const int64_t I = i + (V) > na ? na - (V) : i;                                           \
+                _Pragma("GCC unroll 2") for (int h = 0; h < (H); h++) {                                  \
+                    const char *s = src + I * ssa + (C + h * (V)) * (SIZE);                              \
+                    VEC x[V], o[V];                                                                      \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        x[k] = LOAD(s + k * ssa);                                                        \
+                    TRANSPOSE(x, o);                                                                     \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        STORE(dst + doff[h * (V) + k] + I * (SIZE), o[k]);                               \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
 PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro2_sse2, PL_SSE2, 8, __m128i, pl_t8x8_epi16, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro4_sse2, PL_SSE2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
@@ -377,16 +429,9 @@ const _pylayout_kernels _pylayout_kernels_sse2 = {
 
 /* 8x8 of 32-bit elements in registers: interleave pairs, then quads, then
  * swap 128-bit halves. */
-PL_AVX2 static inline void pl_t8x8_ps(const char *s, int64_t ssa, __m256 o[8])
+PL_AVX2 static inline void pl_t8x8_ps_regs(const __m256 r[8], __m256 o[8])
 {
-    __m256 r0 = _mm256_loadu_ps((const float *)(const void *)(s));
-    __m256 r1 = _mm256_loadu_ps((const float *)(const void *)(s + ssa));
-    __m256 r2 = _mm256_loadu_ps((const float *)(const void *)(s + 2 * ssa));
-    __m256 r3 = _mm256_loadu_ps((const float *)(const void *)(s + 3 * ssa));
-    __m256 r4 = _mm256_loadu_ps((const float *)(const void *)(s + 4 * ssa));
-    __m256 r5 = _mm256_loadu_ps((const float *)(const void *)(s + 5 * ssa));
-    __m256 r6 = _mm256_loadu_ps((const float *)(const void *)(s + 6 * ssa));
-    __m256 r7 = _mm256_loadu_ps((const float *)(const void *)(s + 7 * ssa));
+    const __m256 r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3], r4 = r[4], r5 = r[5], r6 = r[6], r7 = r[7];
     __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
     __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
     __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -409,19 +454,34 @@ PL_AVX2 static inline void pl_t8x8_ps(const char *s, int64_t ssa, __m256 o[8])
     o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* 4x4 of 64-bit elements. */
-PL_AVX2 static inline void pl_t4x4_pd(const char *s, int64_t ssa, __m256d o[4])
+PL_AVX2 static inline void pl_t8x8_ps(const char *s, int64_t ssa, __m256 o[8])
 {
-    __m256d r0 = _mm256_loadu_pd((const double *)(const void *)(s));
-    __m256d r1 = _mm256_loadu_pd((const double *)(const void *)(s + ssa));
-    __m256d r2 = _mm256_loadu_pd((const double *)(const void *)(s + 2 * ssa));
-    __m256d r3 = _mm256_loadu_pd((const double *)(const void *)(s + 3 * ssa));
+    __m256 r[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        r[k] = _mm256_loadu_ps((const float *)(const void *)(s + k * ssa));
+    pl_t8x8_ps_regs(r, o);
+}
+
+/* 4x4 of 64-bit elements. */
+PL_AVX2 static inline void pl_t4x4_pd_regs(const __m256d r[4], __m256d o[4])
+{
+    const __m256d r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
     __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
     __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
     o[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
     o[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
     o[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
     o[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+PL_AVX2 static inline void pl_t4x4_pd(const char *s, int64_t ssa, __m256d o[4])
+{
+    __m256d r[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        r[k] = _mm256_loadu_pd((const double *)(const void *)(s + k * ssa));
+    pl_t4x4_pd_regs(r, o);
 }
 
 PL_AVX2 static inline void pl_storeu_ps256(char *d, __m256 v) { _mm256_storeu_ps((float *)(void *)d, v); }
@@ -740,6 +800,16 @@ PL_DEFINE_G3_TILE(pl_g3tile1_avx2, PL_AVX2, 1, 8, pl_g3_block256)
 PL_DEFINE_G3_TILE(pl_g3tile2_avx2, PL_AVX2, 2, 4, pl_g3_block256)
 PL_DEFINE_G3_TILE(pl_g3tile4_avx2, PL_AVX2, 4, 2, pl_g3_block256)
 
+/* Transposes into planes on AVX2 (see PL_DEFINE_SPLIT_TILE): 8 x 16
+ * floats and 4 x 8 doubles.  Not 1- and 2-byte elements: 16 x 64 byte
+ * blocks store 16 bytes of each dst row a block, and rows a power of two
+ * apart evict the rest of the line before the next block comes (uint8
+ * (1024,1024,4) by (2,1,0) 16.6 GB/s against 36 through planes). */
+PL_AVX2 static inline __m256 pl_loadu_ps256(const char *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
+PL_AVX2 static inline __m256d pl_loadu_pd256(const char *p) { return _mm256_loadu_pd((const double *)(const void *)p); }
+PL_DEFINE_SPLIT_TILE(pl_split4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256)
+PL_DEFINE_SPLIT_TILE(pl_split8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256)
+
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
     .pack_stream = {[PL_SIZE4] = _pylayout_pack4_avx2_stream},                                           \
@@ -749,6 +819,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .name = "avx2",
     PL_AVX2_TILES(pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2),
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx2, [PL_SIZE2] = pl_g3tile2_avx2, [PL_SIZE4] = pl_g3tile4_avx2},
+    .tile_split = {[PL_SIZE4] = pl_split4_avx2, [PL_SIZE8] = pl_split8_avx2},
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
     .tile_stream = {
@@ -968,15 +1039,13 @@ PL_AVX512 static inline void pl_t16x16_ps512(const char *s, int64_t ssa, __m512 
  * c, row 2k+1's), lane L of the low unpack holding columns 8L..8L+3, of the
  * high one 8L+4..8L+7; a 16x16 dword transpose of each set then lines up a
  * column's 16 pairs in row order.  80 shuffles per KiB (floats: 64). */
-PL_AVX512 static inline void pl_t32x32_epi16(const char *s, int64_t ssa, __m512i o[32])
+PL_AVX512 static inline void pl_t32x32_epi16_regs(const __m512i r[32], __m512i o[32])
 {
     __m512 lo[16], hi[16], tl[16], th[16];
 #pragma GCC unroll 16
     for (int k = 0; k < 16; k++) {
-        const __m512i a = _mm512_loadu_si512((const void *)(s + 2 * k * ssa));
-        const __m512i b = _mm512_loadu_si512((const void *)(s + (2 * k + 1) * ssa));
-        lo[k] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(a, b));
-        hi[k] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(a, b));
+        lo[k] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(r[2 * k], r[2 * k + 1]));
+        hi[k] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(r[2 * k], r[2 * k + 1]));
     }
     pl_t16x16_regs512(lo, tl);
     pl_t16x16_regs512(hi, th);
@@ -987,12 +1056,18 @@ PL_AVX512 static inline void pl_t32x32_epi16(const char *s, int64_t ssa, __m512i
     }
 }
 
-PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o[8])
+PL_AVX512 static inline void pl_t32x32_epi16(const char *s, int64_t ssa, __m512i o[32])
 {
-    __m512d r[8], t[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        r[k] = _mm512_loadu_pd((const double *)(const void *)(s + k * ssa));
+    __m512i r[32];
+#pragma GCC unroll 32
+    for (int k = 0; k < 32; k++)
+        r[k] = _mm512_loadu_si512((const void *)(s + k * ssa));
+    pl_t32x32_epi16_regs(r, o);
+}
+
+PL_AVX512 static inline void pl_t8x8_regs512(const __m512d r[8], __m512d o[8])
+{
+    __m512d t[8];
     /* t[2g + c], lane L: column 2L + c of rows 2g, 2g+1 */
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
@@ -1002,6 +1077,15 @@ PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o
 #pragma GCC unroll 2
     for (int c = 0; c < 2; c++)
         PL_LANES4x4(_mm512_shuffle_f64x2, t[c], t[2 + c], t[4 + c], t[6 + c], o[c], o[2 + c], o[4 + c], o[6 + c]);
+}
+
+PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o[8])
+{
+    __m512d r[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        r[k] = _mm512_loadu_pd((const double *)(const void *)(s + k * ssa));
+    pl_t8x8_regs512(r, o);
 }
 
 /* ---- Transposes of 3-element groups packed in both tensors ----
@@ -1085,6 +1169,19 @@ PL_DEFINE_G3_TILE(pl_g3tile1_avx512, PL_AVX512, 1, 16, pl_g3_block)
 PL_DEFINE_G3_TILE(pl_g3tile2_avx512, PL_AVX512, 2, 8, pl_g3_block)
 PL_DEFINE_G3_TILE(pl_g3tile4_avx512, PL_AVX512, 4, 4, pl_g3_block)
 
+/* Transposes into planes on AVX-512 (see PL_DEFINE_SPLIT_TILE): 16 x 16
+ * floats, 8 x 8 doubles and 32 x 32 2-byte elements, whole lines on both
+ * sides.  Not bytes: a 64 x 64 byte block does not fit the registers, and
+ * the 16 x 64 or 64 x 16 ones leave lines part written or part read
+ * between blocks (uint8 (1024,1024,4) by (2,1,0) 13-14 GB/s against 36
+ * through planes). */
+PL_AVX512 static inline __m512 pl_loadu_ps512(const char *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
+PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
+PL_DEFINE_SPLIT_TILE(pl_split4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512, pl_storeu_ps512)
+PL_AVX512 static inline __m512d pl_loadu_pd512(const char *p) { return _mm512_loadu_pd((const double *)(const void *)p); }
+PL_AVX512 static inline void pl_storeu_pd512(char *d, __m512d v) { _mm512_storeu_pd((double *)(void *)d, v); }
+PL_DEFINE_SPLIT_TILE(pl_split8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512, pl_storeu_pd512)
+
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
  * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Measured on the
  * 2-core EPYC (Zen 5, 512-bit datapaths) dev VM, n x n float32, 1 thread,
@@ -1150,14 +1247,12 @@ PL_DEFINE_G3_TILE(pl_g3tile4_avx512, PL_AVX512, 4, 4, pl_g3_block)
             WIDE(src, ssa, dst, dsb, na, nb);                                                            \
     }
 
-PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
 PL_DEFINE_MICRO(pl_micro4_avx512, PL_AVX512, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512)
 PL_DEFINE_TILE(pl_tile4_avx512_whole, PL_AVX512, 4, 16, pl_micro4_avx512, _pl_move2d_4)
 PL_DEFINE_TILE_STRIPS(pl_tile4_avx512_strips, PL_AVX512, 4, 1, pl_tile4_avx512_whole)
 PL_DEFINE_WIDE_TILE(pl_tile4_avx512, 16, 4096, pl_tile4_avx512_strips, pl_tile4_avx2)
 PL_DEFINE_WRAP_TILE(pl_wtile4_avx512, PL_AVX512, 4, 16, __m512, pl_t16x16_ps512, pl_storeu_ps512, pl_micro4_avx512,
                     pl_tile4_avx512, _pl_move2d_4)
-PL_AVX512 static inline void pl_storeu_pd512(char *d, __m512d v) { _mm512_storeu_pd((double *)(void *)d, v); }
 PL_DEFINE_MICRO(pl_micro8_avx512, PL_AVX512, 8, __m512d, pl_t8x8_pd512, pl_storeu_pd512)
 PL_DEFINE_WRAP_TILE(pl_wtile8_avx512, PL_AVX512, 8, 8, __m512d, pl_t8x8_pd512, pl_storeu_pd512, pl_micro8_avx512,
                     pl_tile8_avx2, _pl_move2d_8)
@@ -1168,6 +1263,9 @@ PL_DEFINE_WRAP_TILE(pl_wtile8_avx512, PL_AVX512, 8, 8, __m512d, pl_t8x8_pd512, p
  * float16, 1 thread, GB/s, AVX2 / these: n=128 18.5-19.0 / 20.8-21.6,
  * n=256 31.6 / 36.5, n=300 29.1 / 32.5, n=500 30.5-32 / 33.4-34.9. */
 PL_AVX512 static inline void pl_storeu_si512(char *d, __m512i v) { _mm512_storeu_si512((void *)d, v); }
+PL_AVX512 static inline __m512i pl_loadu_si512c(const char *p) { return _mm512_loadu_si512((const void *)p); }
+PL_DEFINE_SPLIT_TILE(pl_split2_avx512, PL_AVX512, 2, 32, 1, __m512i, pl_loadu_si512c, pl_t32x32_epi16_regs,
+                     pl_storeu_si512)
 PL_DEFINE_MICRO(pl_micro2_avx512, PL_AVX512, 32, __m512i, pl_t32x32_epi16, pl_storeu_si512)
 PL_DEFINE_TILE(pl_tile2_avx512_whole, PL_AVX512, 2, 32, pl_micro2_avx512, _pl_move2d_2)
 PL_DEFINE_TILE_STRIPS(pl_tile2_avx512_strips, PL_AVX512, 2, 1, pl_tile2_avx512_whole)
@@ -1285,6 +1383,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx512_back, [PL_SIZE8] = pl_wtile8_avx512_back},
     .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx512, [PL_SIZE2] = pl_g3tile2_avx512, [PL_SIZE4] = pl_g3tile4_avx512},
+    .tile_split = {[PL_SIZE2] = pl_split2_avx512, [PL_SIZE4] = pl_split4_avx512, [PL_SIZE8] = pl_split8_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx512,

@@ -43,6 +43,15 @@ enum { PL_SIZE1, PL_SIZE2, PL_SIZE4, PL_SIZE8, PL_SIZE16, PL_NSIZES };
 typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
                                   int64_t nb);
 
+/* A tile transpose into planes: for i < na, c < nc,
+ *     dst[(c / P) * dsb + (c % P) * dsq + i * itemsize] = src[i * ssa + c * itemsize]
+ * (strides in bytes).  Src rows are rows of groups of P elements packed,
+ * dst holds each group's elements in P planes dsq bytes apart: NumPy's a.T
+ * of an (H,W,C) image, (H,W,C) by (2,1,0), seen as one transpose of an
+ * H x (W * C) matrix whose dst rows come P to a group, one in each plane. */
+typedef void (*_pylayout_tile_split_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,
+                                        int64_t na, int64_t nc);
+
 /* A strided-row kernel: dst[i * itemsize] = src[i * 2 * itemsize] for
  * i < n (a unit-stride dst filled from every other element of src, as in
  * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
@@ -135,6 +144,10 @@ typedef struct _pylayout_kernels {
      * of na x nb groups of 3 * size bytes, as the tiles above; NULL: the
      * copy goes through planes (plan.c's pl_run_planes). */
     _pylayout_tile_fn tile3[PL_NSIZES];
+    /* Transposes into planes (see _pylayout_tile_split_fn), per element
+     * size; NULL: such copies go through planes in L1 buffers (plan.c's
+     * pl_run_planes). */
+    _pylayout_tile_split_fn tile_split[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Rows copied backwards per element size. */
@@ -243,6 +256,30 @@ PL_DEFINE_MOVE2D(_pl_move2d_2, 2)
 PL_DEFINE_MOVE2D(_pl_move2d_4, 4)
 PL_DEFINE_MOVE2D(_pl_move2d_8, 8)
 PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
+
+/* off[k] = the byte offset of dst row c0 + k of a split tile (see
+ * _pylayout_tile_split_fn), for k < n. */
+static inline void _pl_split_rows(int64_t c0, int P, int64_t dsb, int64_t dsq, int n, int64_t *off)
+{
+    int64_t g = c0 / P, q = c0 % P;
+    for (int k = 0; k < n; k++) {
+        off[k] = g * dsb + q * dsq;
+        if (++q == P)
+            q = 0, g++;
+    }
+}
+
+/* A split tile element by element, for tiles thinner than a block. */
+static inline void _pl_split_move(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,
+                                  int64_t na, int64_t nc, size_t e)
+{
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t dc;
+        _pl_split_rows(c, P, dsb, dsq, 1, &dc);
+        for (int64_t i = 0; i < na; i++)
+            memcpy(dst + dc + i * (int64_t)e, src + i * ssa + c * (int64_t)e, e);
+    }
+}
 
 /* Builds a tile kernel from a VxV micro-kernel MICRO(src, ssa, dst, dsb).
  * Full blocks are visited in 2Vx2V groups, the two blocks that share dst

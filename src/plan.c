@@ -58,6 +58,14 @@
 #define PL_PLANES_STACK_BYTES 4096
 #define PL_PLANES_HEAP_MIN_BYTES ((int64_t)64 * 1024)
 
+/* Transposes into planes in registers (tile_split, see pl_choose_planes)
+ * take units of this many groups a side.  float32 (H,W,C) by (2,1,0), 1
+ * thread, GB/s read + written, units of 32 / 48-64 (the planes' units) /
+ * 128 / 256 / 512: (1024,1024,4) 19-20 / 24-25 / 26-28 / 26-28 / 32;
+ * (512,512,4) 50 / 61-62 / 63-64 / 65-68 / 69-72; (2048,2048,3) 18-19 at
+ * 64-256, 8.7 at 512. */
+#define PL_SPLIT_UNIT 128
+
 /* Buffered (stream_out) units whose src rows continue into the next units
  * (pl_keep_src_lines_hot) prefetch the lines of their rows this many units
  * ahead: the 27 rows a 27 x 28 tile reads, each 112 bytes, are more
@@ -195,6 +203,7 @@ typedef struct pl_plan {
     bool planes_heap;                     /* planes: buffers from malloc (else the stack's, in sub-blocks) */
     bool planes_ahead;                    /* planes: prefetch dst and the next unit's src (pl_run_planes) */
     _pylayout_tile_fn tile3;              /* planes: 3-element groups packed in both, in registers; or NULL */
+    _pylayout_tile_split_fn tile_split;   /* planes: groups packed in src into dst's planes, in registers; or NULL */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     _pylayout_reverse_fn reverse;         /* STRIDED, src step -1 element: rows backwards */
     _pylayout_reverse_groups_fn reverse_groups; /* the same, rows short and packed along b: groups reversed */
@@ -332,7 +341,8 @@ static inline void pl_prefetch_rows(uintptr_t base, int64_t step, int64_t per, i
  * zip, or the tile calls where dst holds planes) prefetches the next
  * unit's src rows (the next unit along a: the same columns, the next na
  * rows), each spread over that phase's calls.  Groups of 3 packed in both
- * skip all of it where the kernels have tile3 (see pl_choose_planes).
+ * skip all of it where the kernels have tile3, groups packed in src into
+ * dst's planes where they have tile_split (see pl_choose_planes).
  * Measured on the 2-core Zen 5 dev VM, torch tensors, copy_into, best of
  * 15, GB/s, 1 thread / 2 threads, without prefetches / next src rows only
  * / both:
@@ -350,6 +360,10 @@ static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, 
 {
     if (p->tile3 != NULL) { /* 3-element groups packed in both: the unit in registers */
         p->tile3(s, p->ssa, d, p->dsb, na, nb);
+        return;
+    }
+    if (p->tile_split != NULL) { /* dst in planes: the unit's src rows of nb * P elements, in registers */
+        p->tile_split(s, p->ssa, d, p->dsb, p->dsq, (int)p->planes, na, nb * p->planes);
         return;
     }
     const int64_t e = (int64_t)p->itemsize / p->planes, g = (int64_t)p->itemsize;
@@ -1034,6 +1048,26 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      * rows in the outer loop: src rows outer lost 2-3x where rows lie a
      * multiple of 2 KiB apart (float32 1024 x 1024: 5.6 against 14.8). */
     p->tile3 = !p->planes_ahead && P == 3 && pg->ssq == 0 && pg->dsq == 0 && lg <= PL_SIZE4 ? k->tile3[lg] : NULL;
+    /* Groups packed in src into planes in dst go through registers
+     * (tile_split) at every size for 4- and 8-byte elements, in copies that
+     * stay in cache for 2-byte ones.  Measured on the 2-core Zen 5 dev VM,
+     * torch tensors, (H,W,C) by (2,1,0), copy_into in a loop, best of 7
+     * batches, GB/s of bytes read + written, 1 thread, through planes ->
+     * tile_split (throwaway script and environment switch, two rounds):
+     *   float32 (1024,1024,4) 15-17 -> 30-31, (512,512,4) 47-50 -> 62-72,
+     *   (1024,1024,3) 17-19 -> 30-32, (2048,2048,3) 12 -> 21, (300,301,2)
+     *   56 -> 72-76; float64 (1024,1024,2) 18-22 -> 31-33, (512,512,2) 52
+     *   -> 67-73, (300,300,3) 57-60 -> 83-85; float16 (1000,1000,4) 26-32
+     *   -> 44-46, (300,301,3) 34 -> 50, (1024,1024,3) level, (2048,2048,3)
+     *   (past half of L3) 12.4 -> 10.3, hence the limit.
+     * The AVX2 kernels (PYLAYOUT_SIMD=avx2): float32 (1024,1024,4) 12.6-14
+     * -> 19-20, (512,512,4) 48-49 -> 66-69, (2048,2048,2) 12.2-12.6 ->
+     * 18.6, (300,301,3) 47 -> 72; float64 (512,512,2) 57-59 -> 63-65.
+     * Not the inverse (src in planes, groups packed in dst, as a transpose
+     * into planes read backwards): its 16 src rows a block, P planes
+     * apart, crowd one L1 set where rows lie a power of two apart (float32
+     * (3,2048,2048) by (2,1,0) 19.5 -> 8.0 GB/s). */
+    p->tile_split = pg->ssq == 0 && pg->dsq != 0 && (!p->planes_ahead || lg >= PL_SIZE4) ? k->tile_split[lg] : NULL;
     p->ssq = pg->ssq;
     p->dsq = pg->dsq;
     p->tile = k->tile[lg];
@@ -1042,6 +1076,10 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
     int64_t T = 16;
     while ((T + 16) * (T + 16) * P * e <= PL_PLANES_BUFFER_BYTES)
         T += 16;
+    if (p->tile3 != NULL || p->tile_split != NULL) /* no buffers */
+        p->planes_heap = false;
+    if (p->tile_split != NULL)
+        T = PL_SPLIT_UNIT;
     p->ta = pl_min(p->na, T);
     p->tb = pl_min(p->nb, T);
 }

@@ -476,6 +476,36 @@ START_TEST(test_short_dim_planes)
 }
 END_TEST
 
+/* Groups packed in src into planes in dst, (H,W,P) by (2,1,0), through
+ * the transposes into planes in registers (tile_split: 2-, 4- and 8-byte
+ * elements on AVX-512, 4 and 8 on AVX2) or through planes (the rest).
+ * Units are 128 x 128 groups there, so H = 133 leaves a last unit 5 rows
+ * tall (thinner than a block: element by element), W = 129 a last unit of
+ * one group (P elements a src row, fewer than a block's columns), and the
+ * others end mid-block (the last block shifted back); several units along
+ * both sides, at 1 and 2 threads. */
+START_TEST(test_split_planes)
+{
+    static const int rev[3] = {2, 1, 0};
+    static const int64_t hw[][2] = {{133, 129}, {37, 300}, {300, 41}, {16, 17}};
+    static const int64_t P[] = {2, 3, 4, 5, 8};
+    copy_case cases[4 * 5 * 4];
+    int n = 0;
+    for (size_t e = 1; e <= 8; e *= 2)
+        for (int k = 0; k < 5; k++) {
+            if (P[k] * (int64_t)e > 24 || (P[k] == 8 && e != 1))
+                continue; /* not through planes (pl_apart_wins) */
+            for (int s = 0; s < 4; s++) {
+                const int64_t shape[3] = {hw[s][0], hw[s][1], P[k]};
+                cases[n++] = permute_case(3, shape, rev, e);
+            }
+        }
+    static const size_t offs[] = {0, 0, 4, 8, 16, 24, 2, 64};
+    case_set set = {cases, n, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Small and medium float32 / float64 transposes (cached tiles), ragged. */
 START_TEST(test_f32_f64_ragged)
 {
@@ -502,7 +532,8 @@ static Suite *tiles_suite(void)
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
         TCASE("wrapped", TEST(test_wrapped)),
         TCASE("f64", TEST(test_f64_streaming)),
-        TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes)),
+        TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
+              TEST(test_split_planes)),
     };
     return SUITE_OF("tiles", cases, 300);
 }

@@ -515,6 +515,42 @@ def test_short_dim_planes_on_every_simd_path(path):
     _check_in_simd_child(SHORT_DIMS_CHILD, path, 1088)
 
 
+# Groups packed in src into planes in dst (NumPy's a.T of an (H,W,C) image,
+# and NHWC -> NWHC-like 4-D permutes) in registers: plan.c's tile_split, one
+# transpose of an H x (W * C) matrix whose dst rows come C to a pixel
+# (copy_x86.c; 2-, 4- and 8-byte elements on AVX-512, 4 and 8 on AVX2; the
+# other paths and sizes through planes).  Units are 128 x 128 pixels, so 133
+# leaves a last unit 5 rows tall (thinner than a block) and 129 one a pixel
+# wide; the others end mid-block; a src whose rows are sliced (rows further
+# apart than a row of pixels).  Against NumPy and torch, src off by an
+# element, dst on and off its lines, 1 and 2 threads, every SIMD path.
+SPLIT_CHILD = r"""
+rng = np.random.default_rng(37)
+checked = 0
+cases = [(dtype, c) for dtype in (np.float16, np.float32, np.float64) for c in (2, 3)]
+cases += [(np.float16, 5), (np.float32, 4), (np.int32, 6), (np.int16, 7)]
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, c in cases:
+        isz = np.dtype(dtype).itemsize
+        for h, w in ((133, 129), (16, 17), (300, 41), (37, 300)):
+            flat = rng.integers(0, 256, (h * (w + 5) * c + 1) * isz, dtype=np.uint8).view(dtype)
+            for src_off in (0, 1):
+                a = flat[src_off:src_off + h * w * c].reshape(h, w, c)
+                checked += check_permuted(a, (2, 1, 0), (0, 3 * isz), (dtype, c, h, w, threads, src_off))
+            sliced = flat[:h * (w + 5) * c].reshape(h, w + 5, c)[:, 2:w + 2]
+            checked += check_permuted(sliced, (2, 1, 0), (0,), (dtype, c, h, w, threads, "sliced"))
+            nhwc = flat[:2 * (h // 2) * w * c].reshape(2, h // 2, w, c)
+            checked += check_permuted(nhwc, (0, 3, 2, 1), (0,), (dtype, c, h, w, threads, "4-D"))
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_transposes_into_planes_on_every_simd_path(path):
+    _check_in_simd_child(SPLIT_CHILD, path, 480)
+
+
 # The same transposes through planes past half of L3 (over 8 MiB, the most
 # that threshold is: plan.c's pl_stream_min_wide_bytes), where each unit
 # prefetches its dst rows and the next unit's src rows, that unit's rows
