@@ -804,7 +804,10 @@ PL_DEFINE_G3_TILE(pl_g3tile4_avx2, PL_AVX2, 4, 2, pl_g3_block256)
  * floats and 4 x 8 doubles.  Not 1- and 2-byte elements: 16 x 64 byte
  * blocks store 16 bytes of each dst row a block, and rows a power of two
  * apart evict the rest of the line before the next block comes (uint8
- * (1024,1024,4) by (2,1,0) 16.6 GB/s against 36 through planes). */
+ * (1024,1024,4) by (2,1,0) 16.6 GB/s against 36 through planes).  The
+ * 16 x 16 byte blocks are AVX-512's for tiles thinner than its own. */
+PL_AVX2 static inline __m128i pl_loadu_si128c(const char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+PL_DEFINE_SPLIT_TILE(pl_split1_narrow, PL_AVX2, 1, 16, 1, __m128i, pl_loadu_si128c, pl_t16x16_epi8_regs, pl_storeu_si128)
 PL_AVX2 static inline __m256 pl_loadu_ps256(const char *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
 PL_AVX2 static inline __m256d pl_loadu_pd256(const char *p) { return _mm256_loadu_pd((const double *)(const void *)p); }
 PL_DEFINE_SPLIT_TILE(pl_split4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256)
@@ -1171,12 +1174,15 @@ PL_DEFINE_G3_TILE(pl_g3tile4_avx512, PL_AVX512, 4, 4, pl_g3_block)
 
 /* Transposes into planes on AVX-512 (see PL_DEFINE_SPLIT_TILE): 16 x 16
  * floats, 8 x 8 doubles and 32 x 32 2-byte elements, whole lines on both
- * sides.  Not bytes: a 64 x 64 byte block does not fit the registers, and
- * the 16 x 64 or 64 x 16 ones leave lines part written or part read
- * between blocks (uint8 (1024,1024,4) by (2,1,0) 13-14 GB/s against 36
- * through planes). */
+ * sides; bytes in 64 x 64 blocks through an L1 buffer (tile_bytes_x86.c),
+ * tiles thinner than those in 16 x 16 ones. */
 PL_AVX512 static inline __m512 pl_loadu_ps512(const char *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
 PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
+PL_AVX512 static void pl_split1_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,
+                                       int64_t na, int64_t nc)
+{
+    _pylayout_split1_avx512(src, ssa, dst, dsb, dsq, P, na, nc, pl_split1_narrow);
+}
 PL_DEFINE_SPLIT_TILE(pl_split4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512, pl_storeu_ps512)
 PL_AVX512 static inline __m512d pl_loadu_pd512(const char *p) { return _mm512_loadu_pd((const double *)(const void *)p); }
 PL_AVX512 static inline void pl_storeu_pd512(char *d, __m512d v) { _mm512_storeu_pd((double *)(void *)d, v); }
@@ -1383,7 +1389,8 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx512_back, [PL_SIZE8] = pl_wtile8_avx512_back},
     .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx512, [PL_SIZE2] = pl_g3tile2_avx512, [PL_SIZE4] = pl_g3tile4_avx512},
-    .tile_split = {[PL_SIZE2] = pl_split2_avx512, [PL_SIZE4] = pl_split4_avx512, [PL_SIZE8] = pl_split8_avx512},
+    .tile_split = {[PL_SIZE1] = pl_split1_avx512, [PL_SIZE2] = pl_split2_avx512, [PL_SIZE4] = pl_split4_avx512,
+                   [PL_SIZE8] = pl_split8_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx512,

@@ -1050,7 +1050,7 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
     p->tile3 = !p->planes_ahead && P == 3 && pg->ssq == 0 && pg->dsq == 0 && lg <= PL_SIZE4 ? k->tile3[lg] : NULL;
     /* Groups packed in src into planes in dst go through registers
      * (tile_split) at every size for 4- and 8-byte elements, in copies that
-     * stay in cache for 2-byte ones.  Measured on the 2-core Zen 5 dev VM,
+     * stay in cache for 1- and 2-byte ones.  Measured on the 2-core Zen 5 dev VM,
      * torch tensors, (H,W,C) by (2,1,0), copy_into in a loop, best of 7
      * batches, GB/s of bytes read + written, 1 thread, through planes ->
      * tile_split (throwaway script and environment switch, two rounds):
@@ -1059,7 +1059,14 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      *   56 -> 72-76; float64 (1024,1024,2) 18-22 -> 31-33, (512,512,2) 52
      *   -> 67-73, (300,300,3) 57-60 -> 83-85; float16 (1000,1000,4) 26-32
      *   -> 44-46, (300,301,3) 34 -> 50, (1024,1024,3) level, (2048,2048,3)
-     *   (past half of L3) 12.4 -> 10.3, hence the limit.
+     *   (past half of L3) 12.4 -> 10.3, hence the limit; uint8 (AVX-512
+     *   only) (1080,1920,3) 39-40 -> 58-60, (1024,1024,3) 41 -> 56,
+     *   (256,256,3) 40 -> 72, (1000,1000,4) 35 -> 50-56, (300,301,5) 27 ->
+     *   51, (128,1000,8) 27 -> 62-66, but (1024,1024,4) 37-38 -> 33-34 and
+     *   (2048,512,3) 35-36 -> 33 (dst rows a power of two apart: a block's
+     *   64 dst lines share 4 L1 sets), and past half of L3 (2048,2048,3)
+     *   20 -> 25, (2048,2048,2) 28.5 -> 24, (4096,4096,3) 7.6 -> 5.9, hence
+     *   the limit there too.
      * The AVX2 kernels (PYLAYOUT_SIMD=avx2): float32 (1024,1024,4) 12.6-14
      * -> 19-20, (512,512,4) 48-49 -> 66-69, (2048,2048,2) 12.2-12.6 ->
      * 18.6, (300,301,3) 47 -> 72; float64 (512,512,2) 57-59 -> 63-65.

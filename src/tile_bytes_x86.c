@@ -2,7 +2,8 @@
  * tile_bytes_x86.c - the AVX-512 (F + BW) 1-byte streaming transpose: the
  * body of copy_x86.c's pl_stile1_avx512, which plan.c picks for uint8 /
  * int8 / bool transposes above PL_STREAM_MIN_BYTES whose dst rows start on
- * cache lines.  Compiled with per-function target attributes, like
+ * cache lines; and the 1-byte transpose into planes (NumPy's a.T of an
+ * (H,W,C) uint8 image, at the end).  Compiled with per-function target attributes, like
  * copy_x86.c; cpu_features.c only ever runs it on a CPU with AVX-512 BW.
  *
  * Where the time went (8192 x 8192 uint8, 1 thread, the 2-core dev VM, a
@@ -181,6 +182,65 @@ PL_AVX512 static PL_INLINE void pl_prefetch16(const char *p, int64_t ssa, int li
 #undef PL_BANDS_HOW
 #undef PL_BANDS_STORE
 #undef PL_BANDS_EXPORT
+
+/* ---- transposes into planes of bytes (see _pylayout_tile_split_fn) ----
+ *
+ * Blocks of 64 src rows x 64 columns, 4 KiB, whole lines on both sides:
+ * 16 src rows at a time transposed within 128-bit lanes (lane L of o[m] =
+ * column 16L + m of those rows) into a 4 KiB L1 buffer, line X(m, g) for
+ * rows 16g..16g+15; then each dst row 16L + m is lane L of X(m, 0..3), a
+ * 4 x 4 transpose of 128-bit lanes, one 64-byte store.  (16 x 64 or 64 x
+ * 16 blocks in registers alone leave lines part written or part read from
+ * one block to the next: uint8 (1024,1024,4) by (2,1,0) 13-14 GB/s.)
+ * The last block along each side is shifted back to overlap the one
+ * before; tiles thinner than a block go to NARROW. */
+PL_AVX512 static void pl_split1_blocks_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq,
+                                              int P, int64_t na, int64_t nc)
+{
+    _Alignas(64) char x[16 * 4 * 64];
+    for (int64_t c = 0; c < nc; c += 64) {
+        const int64_t C = c + 64 > nc ? nc - 64 : c;
+        int64_t doff[64];
+        _pl_split_rows(C, P, dsb, dsq, 64, doff);
+        for (int64_t i = 0; i < na; i += 64) {
+            const int64_t I = i + 64 > na ? na - 64 : i;
+            const char *s = src + I * ssa + C;
+            for (int g = 0; g < 4; g++) {
+                __m512i r[16], o[16];
+#pragma GCC unroll 16
+                for (int k = 0; k < 16; k++)
+                    r[k] = _mm512_loadu_si512((const void *)(s + (16 * g + k) * ssa));
+                pl_t16x16_lanes_epi8(r, o);
+#pragma GCC unroll 16
+                for (int m = 0; m < 16; m++)
+                    _mm512_store_si512((void *)(x + (4 * m + g) * 64), o[m]);
+            }
+#pragma GCC unroll 4
+            for (int m = 0; m < 16; m++) {
+                const __m512i x0 = _mm512_load_si512((const void *)(x + (4 * m + 0) * 64));
+                const __m512i x1 = _mm512_load_si512((const void *)(x + (4 * m + 1) * 64));
+                const __m512i x2 = _mm512_load_si512((const void *)(x + (4 * m + 2) * 64));
+                const __m512i x3 = _mm512_load_si512((const void *)(x + (4 * m + 3) * 64));
+                const __m512i t0 = _mm512_shuffle_i64x2(x0, x1, 0x44), t1 = _mm512_shuffle_i64x2(x0, x1, 0xEE);
+                const __m512i t2 = _mm512_shuffle_i64x2(x2, x3, 0x44), t3 = _mm512_shuffle_i64x2(x2, x3, 0xEE);
+                char *d = dst + I;
+                _mm512_storeu_si512((void *)(d + doff[m]), _mm512_shuffle_i64x2(t0, t2, 0x88));
+                _mm512_storeu_si512((void *)(d + doff[16 + m]), _mm512_shuffle_i64x2(t0, t2, 0xDD));
+                _mm512_storeu_si512((void *)(d + doff[32 + m]), _mm512_shuffle_i64x2(t1, t3, 0x88));
+                _mm512_storeu_si512((void *)(d + doff[48 + m]), _mm512_shuffle_i64x2(t1, t3, 0xDD));
+            }
+        }
+    }
+}
+
+void _pylayout_split1_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P, int64_t na,
+                             int64_t nc, _pylayout_tile_split_fn narrow)
+{
+    if (na < 64 || nc < 64)
+        narrow(src, ssa, dst, dsb, dsq, P, na, nc);
+    else
+        pl_split1_blocks_avx512(src, ssa, dst, dsb, dsq, P, na, nc);
+}
 
 #else
 

@@ -23,6 +23,11 @@ void _pylayout_stile1_bands_avx512(const char *src, int64_t ssa, char *dst, int6
  * of lines apart): each dst row still gets 256 contiguous bytes a band. */
 void _pylayout_tile1_bands_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t nbands,
                                   int64_t nb);
+/* The transpose into planes of bytes (see _pylayout_tile_split_fn) in
+ * blocks of 64 x 64 through a 4 KiB L1 buffer, cached stores; a tile
+ * thinner than a block goes to narrow.  Needs AVX-512 F + BW. */
+void _pylayout_split1_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P, int64_t na,
+                             int64_t nc, _pylayout_tile_split_fn narrow);
 #endif
 
 #endif /* PYLAYOUT_TILE_BYTES_X86_H */

@@ -477,8 +477,9 @@ START_TEST(test_short_dim_planes)
 END_TEST
 
 /* Groups packed in src into planes in dst, (H,W,P) by (2,1,0), through
- * the transposes into planes in registers (tile_split: 2-, 4- and 8-byte
- * elements on AVX-512, 4 and 8 on AVX2) or through planes (the rest).
+ * the transposes into planes in registers (tile_split: every element size
+ * on AVX-512, bytes in 64 x 64 blocks or, thinner, 16 x 16 ones; 4 and 8
+ * bytes on AVX2) or through planes (the rest).
  * Units are 128 x 128 groups there, so H = 133 leaves a last unit 5 rows
  * tall (thinner than a block: element by element), W = 129 a last unit of
  * one group (P elements a src row, fewer than a block's columns), and the

@@ -518,8 +518,9 @@ def test_short_dim_planes_on_every_simd_path(path):
 # Groups packed in src into planes in dst (NumPy's a.T of an (H,W,C) image,
 # and NHWC -> NWHC-like 4-D permutes) in registers: plan.c's tile_split, one
 # transpose of an H x (W * C) matrix whose dst rows come C to a pixel
-# (copy_x86.c; 2-, 4- and 8-byte elements on AVX-512, 4 and 8 on AVX2; the
-# other paths and sizes through planes).  Units are 128 x 128 pixels, so 133
+# (copy_x86.c; every element size on AVX-512, bytes in 64 x 64 blocks
+# through an L1 buffer, 4 and 8 bytes on AVX2; the other paths and sizes
+# through planes).  Units are 128 x 128 pixels, so 133
 # leaves a last unit 5 rows tall (thinner than a block) and 129 one a pixel
 # wide; the others end mid-block; a src whose rows are sliced (rows further
 # apart than a row of pixels).  Against NumPy and torch, src off by an
@@ -527,8 +528,8 @@ def test_short_dim_planes_on_every_simd_path(path):
 SPLIT_CHILD = r"""
 rng = np.random.default_rng(37)
 checked = 0
-cases = [(dtype, c) for dtype in (np.float16, np.float32, np.float64) for c in (2, 3)]
-cases += [(np.float16, 5), (np.float32, 4), (np.int32, 6), (np.int16, 7)]
+cases = [(dtype, c) for dtype in (np.uint8, np.float16, np.float32, np.float64) for c in (2, 3)]
+cases += [(np.uint8, 4), (np.uint8, 8), (np.float16, 5), (np.float32, 4), (np.int32, 6), (np.int16, 7)]
 for threads in (1, 2):
     pl.set_num_threads(threads)
     for dtype, c in cases:
@@ -548,7 +549,7 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_transposes_into_planes_on_every_simd_path(path):
-    _check_in_simd_child(SPLIT_CHILD, path, 480)
+    _check_in_simd_child(SPLIT_CHILD, path, 672)
 
 
 # The same transposes through planes past half of L3 (over 8 MiB, the most
