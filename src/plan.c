@@ -1063,10 +1063,11 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      *   only) (1080,1920,3) 39-40 -> 58-60, (1024,1024,3) 41 -> 56,
      *   (256,256,3) 40 -> 72, (1000,1000,4) 35 -> 50-56, (300,301,5) 27 ->
      *   51, (128,1000,8) 27 -> 62-66, but (1024,1024,4) 37-38 -> 33-34 and
-     *   (2048,512,3) 35-36 -> 33 (dst rows a power of two apart: a block's
-     *   64 dst lines share 4 L1 sets), and past half of L3 (2048,2048,3)
-     *   20 -> 25, (2048,2048,2) 28.5 -> 24, (4096,4096,3) 7.6 -> 5.9, hence
-     *   the limit there too.
+     *   (2048,512,3) 35-36 -> 33: dst rows a multiple of 1 KiB apart put
+     *   a block's 64 dst lines in 4 of L1's 64 sets or fewer, so those stay
+     *   on planes; past half of L3 (2048,2048,3) 20 -> 25, (2048,2048,2)
+     *   28.5 -> 24, (4096,4096,3) 7.6 -> 5.9 (prefetching the next block's
+     *   src lines changed none), hence the limit there too.
      * The AVX2 kernels (PYLAYOUT_SIMD=avx2): float32 (1024,1024,4) 12.6-14
      * -> 19-20, (512,512,4) 48-49 -> 66-69, (2048,2048,2) 12.2-12.6 ->
      * 18.6, (300,301,3) 47 -> 72; float64 (512,512,2) 57-59 -> 63-65.
@@ -1074,7 +1075,10 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      * into planes read backwards): its 16 src rows a block, P planes
      * apart, crowd one L1 set where rows lie a power of two apart (float32
      * (3,2048,2048) by (2,1,0) 19.5 -> 8.0 GB/s). */
-    p->tile_split = pg->ssq == 0 && pg->dsq != 0 && (!p->planes_ahead || lg >= PL_SIZE4) ? k->tile_split[lg] : NULL;
+    const bool crowded = lg == PL_SIZE1 && p->dsb % 1024 == 0; /* a byte block's 64 dst lines in 4 L1 sets */
+    p->tile_split = pg->ssq == 0 && pg->dsq != 0 && (!p->planes_ahead || lg >= PL_SIZE4) && !crowded
+                        ? k->tile_split[lg]
+                        : NULL;
     p->ssq = pg->ssq;
     p->dsq = pg->dsq;
     p->tile = k->tile[lg];
