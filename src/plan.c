@@ -1049,36 +1049,31 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      * multiple of 2 KiB apart (float32 1024 x 1024: 5.6 against 14.8). */
     p->tile3 = !p->planes_ahead && P == 3 && pg->ssq == 0 && pg->dsq == 0 && lg <= PL_SIZE4 ? k->tile3[lg] : NULL;
     /* Groups packed in src into planes in dst go through registers
-     * (tile_split) at every size for 4- and 8-byte elements, in copies that
-     * stay in cache for 1- and 2-byte ones.  Measured on the 2-core Zen 5 dev VM,
+     * (tile_split), at every size.  Measured on the 2-core Zen 5 dev VM,
      * torch tensors, (H,W,C) by (2,1,0), copy_into in a loop, best of 7
      * batches, GB/s of bytes read + written, 1 thread, through planes ->
      * tile_split (throwaway script and environment switch, two rounds):
      *   float32 (1024,1024,4) 15-17 -> 30-31, (512,512,4) 47-50 -> 62-72,
      *   (1024,1024,3) 17-19 -> 30-32, (2048,2048,3) 12 -> 21, (300,301,2)
      *   56 -> 72-76; float64 (1024,1024,2) 18-22 -> 31-33, (512,512,2) 52
-     *   -> 67-73, (300,300,3) 57-60 -> 83-85; float16 (1000,1000,4) 26-32
-     *   -> 44-46, (300,301,3) 34 -> 50, (1024,1024,3) level, (2048,2048,3)
-     *   (past half of L3) 12.4 -> 10.3, hence the limit; uint8 (AVX-512
-     *   only) (1080,1920,3) 39-40 -> 58-60, (1024,1024,3) 41 -> 56,
-     *   (256,256,3) 40 -> 72, (1000,1000,4) 35 -> 50-56, (300,301,5) 27 ->
-     *   51, (128,1000,8) 27 -> 62-66, but (1024,1024,4) 37-38 -> 33-34 and
-     *   (2048,512,3) 35-36 -> 33: dst rows a multiple of 1 KiB apart put
-     *   a block's 64 dst lines in 4 of L1's 64 sets or fewer, so those stay
-     *   on planes; past half of L3 (2048,2048,3) 20 -> 25, (2048,2048,2)
-     *   28.5 -> 24, (4096,4096,3) 7.6 -> 5.9 (prefetching the next block's
-     *   src lines changed none), hence the limit there too.
+     *   -> 67-73, (300,300,3) 57-60 -> 83-85; float16 (1000,1000,4) 31-32
+     *   -> 73-79, (512,512,3) 35-36 -> 66-68, (2000,2000,3) 10-12 -> 17-18,
+     *   (4096,2048,2) 9.5 -> 16-18; uint8 (AVX-512 only) (1080,1920,3)
+     *   37-39 -> 57-61, (256,256,3) 40 -> 70-74, (300,301,5) 27 -> 51,
+     *   (128,1000,8) 27 -> 62-66, (3000,3000,3) 10-11 -> 14, (5000,5000,3)
+     *   7-9 -> 9.5-12.
      * The AVX2 kernels (PYLAYOUT_SIMD=avx2): float32 (1024,1024,4) 12.6-14
      * -> 19-20, (512,512,4) 48-49 -> 66-69, (2048,2048,2) 12.2-12.6 ->
      * 18.6, (300,301,3) 47 -> 72; float64 (512,512,2) 57-59 -> 63-65.
+     * Bytes whose dst rows lie a multiple of 1 KiB apart stay on planes: a
+     * block's 64 dst lines then share 4 of L1's 64 sets or fewer
+     * ((1024,1024,4) 37 -> 27-34, (2048,2048,2) 27-28 -> 22-23).
      * Not the inverse (src in planes, groups packed in dst, as a transpose
      * into planes read backwards): its 16 src rows a block, P planes
      * apart, crowd one L1 set where rows lie a power of two apart (float32
      * (3,2048,2048) by (2,1,0) 19.5 -> 8.0 GB/s). */
-    const bool crowded = lg == PL_SIZE1 && p->dsb % 1024 == 0; /* a byte block's 64 dst lines in 4 L1 sets */
-    p->tile_split = pg->ssq == 0 && pg->dsq != 0 && (!p->planes_ahead || lg >= PL_SIZE4) && !crowded
-                        ? k->tile_split[lg]
-                        : NULL;
+    const bool crowded = lg == PL_SIZE1 && p->dsb % 1024 == 0;
+    p->tile_split = pg->ssq == 0 && pg->dsq != 0 && !crowded ? k->tile_split[lg] : NULL;
     p->ssq = pg->ssq;
     p->dsq = pg->dsq;
     p->tile = k->tile[lg];
