@@ -24,7 +24,19 @@
 /* ------------------------------------------------------------------ SSE2 */
 
 /* Each pl_tNxN_* loads a VxV block (V src rows ssa bytes apart) and leaves
- * its transpose in o[]: o[k] is column k of the block, i.e. dst row k. */
+ * its transpose in o[]: o[k] is column k of the block, i.e. dst row k.
+ * The *_regs ones take the rows in registers instead; PL_DEFINE_LOADED
+ * makes NAME, the loading one, from REGS and LOADU (one row of V). */
+#define PL_DEFINE_LOADED(NAME, ATTR, V, VEC, LOADU, REGS)                                                \
+    ATTR static inline void NAME(const char *s, int64_t ssa, VEC o[V])                                   \
+    {                                                                                                    \
+        VEC r[V];                                                                                        \
+        _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                                           \
+            r[k] = LOADU(s + k * ssa);                                                                   \
+        REGS(r, o);                                                                                      \
+    }
+
+static inline __m128i pl_loadu_si128c(const char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 
 /* 16x16 bytes: four rounds of interleaving (8, 16, 32, 64-bit units) of
  * the rows r[], o[k] column k. */
@@ -58,14 +70,7 @@ static inline void pl_t16x16_epi8_regs(const __m128i r[16], __m128i o[16])
     }
 }
 
-static inline void pl_t16x16_epi8(const char *s, int64_t ssa, __m128i o[16])
-{
-    __m128i r[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++)
-        r[k] = _mm_loadu_si128((const __m128i *)(const void *)(s + k * ssa));
-    pl_t16x16_epi8_regs(r, o);
-}
+PL_DEFINE_LOADED(pl_t16x16_epi8, PL_SSE2, 16, __m128i, pl_loadu_si128c, pl_t16x16_epi8_regs)
 
 /* 8x8 of 16-bit elements. */
 static inline void pl_t8x8_epi16_regs(const __m128i r[8], __m128i o[8])
@@ -88,14 +93,7 @@ static inline void pl_t8x8_epi16_regs(const __m128i r[8], __m128i o[8])
     o[7] = _mm_unpackhi_epi64(b5, b7);
 }
 
-static inline void pl_t8x8_epi16(const char *s, int64_t ssa, __m128i o[8])
-{
-    __m128i r[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        r[k] = _mm_loadu_si128((const __m128i *)(const void *)(s + k * ssa));
-    pl_t8x8_epi16_regs(r, o);
-}
+PL_DEFINE_LOADED(pl_t8x8_epi16, PL_SSE2, 8, __m128i, pl_loadu_si128c, pl_t8x8_epi16_regs)
 
 /* 4x4 of 32-bit elements. */
 static inline void pl_t4x4_ps(const char *s, int64_t ssa, __m128 o[4])
@@ -454,14 +452,8 @@ PL_AVX2 static inline void pl_t8x8_ps_regs(const __m256 r[8], __m256 o[8])
     o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-PL_AVX2 static inline void pl_t8x8_ps(const char *s, int64_t ssa, __m256 o[8])
-{
-    __m256 r[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        r[k] = _mm256_loadu_ps((const float *)(const void *)(s + k * ssa));
-    pl_t8x8_ps_regs(r, o);
-}
+PL_AVX2 static inline __m256 pl_loadu_ps256(const char *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
+PL_DEFINE_LOADED(pl_t8x8_ps, PL_AVX2, 8, __m256, pl_loadu_ps256, pl_t8x8_ps_regs)
 
 /* 4x4 of 64-bit elements. */
 PL_AVX2 static inline void pl_t4x4_pd_regs(const __m256d r[4], __m256d o[4])
@@ -475,14 +467,8 @@ PL_AVX2 static inline void pl_t4x4_pd_regs(const __m256d r[4], __m256d o[4])
     o[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
 
-PL_AVX2 static inline void pl_t4x4_pd(const char *s, int64_t ssa, __m256d o[4])
-{
-    __m256d r[4];
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; k++)
-        r[k] = _mm256_loadu_pd((const double *)(const void *)(s + k * ssa));
-    pl_t4x4_pd_regs(r, o);
-}
+PL_AVX2 static inline __m256d pl_loadu_pd256(const char *p) { return _mm256_loadu_pd((const double *)(const void *)p); }
+PL_DEFINE_LOADED(pl_t4x4_pd, PL_AVX2, 4, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs)
 
 PL_AVX2 static inline void pl_storeu_ps256(char *d, __m256 v) { _mm256_storeu_ps((float *)(void *)d, v); }
 PL_AVX2 static inline void pl_storeu_pd256(char *d, __m256d v) { _mm256_storeu_pd((double *)(void *)d, v); }
@@ -806,10 +792,7 @@ PL_DEFINE_G3_TILE(pl_g3tile4_avx2, PL_AVX2, 4, 2, pl_g3_block256)
  * apart evict the rest of the line before the next block comes (uint8
  * (1024,1024,4) by (2,1,0) 16.6 GB/s against 36 through planes).  The
  * 16 x 16 byte blocks are AVX-512's for tiles thinner than its own. */
-PL_AVX2 static inline __m128i pl_loadu_si128c(const char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 PL_DEFINE_SPLIT_TILE(pl_split1_narrow, PL_AVX2, 1, 16, 1, __m128i, pl_loadu_si128c, pl_t16x16_epi8_regs, pl_storeu_si128)
-PL_AVX2 static inline __m256 pl_loadu_ps256(const char *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
-PL_AVX2 static inline __m256d pl_loadu_pd256(const char *p) { return _mm256_loadu_pd((const double *)(const void *)p); }
 PL_DEFINE_SPLIT_TILE(pl_split4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256)
 PL_DEFINE_SPLIT_TILE(pl_split8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256)
 
@@ -1028,14 +1011,8 @@ PL_AVX512 static inline void pl_t16x16_regs512(const __m512 r[16], __m512 o[16])
                     o[12 + c]);
 }
 
-PL_AVX512 static inline void pl_t16x16_ps512(const char *s, int64_t ssa, __m512 o[16])
-{
-    __m512 r[16];
-#pragma GCC unroll 16
-    for (int k = 0; k < 16; k++)
-        r[k] = _mm512_loadu_ps((const float *)(const void *)(s + k * ssa));
-    pl_t16x16_regs512(r, o);
-}
+PL_AVX512 static inline __m512 pl_loadu_ps512(const char *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
+PL_DEFINE_LOADED(pl_t16x16_ps512, PL_AVX512, 16, __m512, pl_loadu_ps512, pl_t16x16_regs512)
 
 /* o[c] = column c of a 32x32 block of 2-byte elements, 64 bytes of dst row
  * c.  16-bit unpacks of rows 2k and 2k+1 make dword pairs (row 2k's element
@@ -1059,14 +1036,8 @@ PL_AVX512 static inline void pl_t32x32_epi16_regs(const __m512i r[32], __m512i o
     }
 }
 
-PL_AVX512 static inline void pl_t32x32_epi16(const char *s, int64_t ssa, __m512i o[32])
-{
-    __m512i r[32];
-#pragma GCC unroll 32
-    for (int k = 0; k < 32; k++)
-        r[k] = _mm512_loadu_si512((const void *)(s + k * ssa));
-    pl_t32x32_epi16_regs(r, o);
-}
+PL_AVX512 static inline __m512i pl_loadu_si512c(const char *p) { return _mm512_loadu_si512((const void *)p); }
+PL_DEFINE_LOADED(pl_t32x32_epi16, PL_AVX512, 32, __m512i, pl_loadu_si512c, pl_t32x32_epi16_regs)
 
 PL_AVX512 static inline void pl_t8x8_regs512(const __m512d r[8], __m512d o[8])
 {
@@ -1082,14 +1053,8 @@ PL_AVX512 static inline void pl_t8x8_regs512(const __m512d r[8], __m512d o[8])
         PL_LANES4x4(_mm512_shuffle_f64x2, t[c], t[2 + c], t[4 + c], t[6 + c], o[c], o[2 + c], o[4 + c], o[6 + c]);
 }
 
-PL_AVX512 static inline void pl_t8x8_pd512(const char *s, int64_t ssa, __m512d o[8])
-{
-    __m512d r[8];
-#pragma GCC unroll 8
-    for (int k = 0; k < 8; k++)
-        r[k] = _mm512_loadu_pd((const double *)(const void *)(s + k * ssa));
-    pl_t8x8_regs512(r, o);
-}
+PL_AVX512 static inline __m512d pl_loadu_pd512(const char *p) { return _mm512_loadu_pd((const double *)(const void *)p); }
+PL_DEFINE_LOADED(pl_t8x8_pd512, PL_AVX512, 8, __m512d, pl_loadu_pd512, pl_t8x8_regs512)
 
 /* ---- Transposes of 3-element groups packed in both tensors ----
  *
@@ -1176,7 +1141,6 @@ PL_DEFINE_G3_TILE(pl_g3tile4_avx512, PL_AVX512, 4, 4, pl_g3_block)
  * floats, 8 x 8 doubles and 32 x 32 2-byte elements, whole lines on both
  * sides; bytes in 64 x 64 blocks through an L1 buffer (tile_bytes_x86.c),
  * tiles thinner than those in 16 x 16 ones. */
-PL_AVX512 static inline __m512 pl_loadu_ps512(const char *p) { return _mm512_loadu_ps((const float *)(const void *)p); }
 PL_AVX512 static inline void pl_storeu_ps512(char *d, __m512 v) { _mm512_storeu_ps((float *)(void *)d, v); }
 PL_AVX512 static void pl_split1_avx512(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,
                                        int64_t na, int64_t nc)
@@ -1184,7 +1148,6 @@ PL_AVX512 static void pl_split1_avx512(const char *src, int64_t ssa, char *dst, 
     _pylayout_split1_avx512(src, ssa, dst, dsb, dsq, P, na, nc, pl_split1_narrow);
 }
 PL_DEFINE_SPLIT_TILE(pl_split4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512, pl_storeu_ps512)
-PL_AVX512 static inline __m512d pl_loadu_pd512(const char *p) { return _mm512_loadu_pd((const double *)(const void *)p); }
 PL_AVX512 static inline void pl_storeu_pd512(char *d, __m512d v) { _mm512_storeu_pd((double *)(void *)d, v); }
 PL_DEFINE_SPLIT_TILE(pl_split8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512, pl_storeu_pd512)
 
@@ -1269,7 +1232,6 @@ PL_DEFINE_WRAP_TILE(pl_wtile8_avx512, PL_AVX512, 8, 8, __m512d, pl_t8x8_pd512, p
  * float16, 1 thread, GB/s, AVX2 / these: n=128 18.5-19.0 / 20.8-21.6,
  * n=256 31.6 / 36.5, n=300 29.1 / 32.5, n=500 30.5-32 / 33.4-34.9. */
 PL_AVX512 static inline void pl_storeu_si512(char *d, __m512i v) { _mm512_storeu_si512((void *)d, v); }
-PL_AVX512 static inline __m512i pl_loadu_si512c(const char *p) { return _mm512_loadu_si512((const void *)p); }
 PL_DEFINE_SPLIT_TILE(pl_split2_avx512, PL_AVX512, 2, 32, 1, __m512i, pl_loadu_si512c, pl_t32x32_epi16_regs,
                      pl_storeu_si512)
 PL_DEFINE_MICRO(pl_micro2_avx512, PL_AVX512, 32, __m512i, pl_t32x32_epi16, pl_storeu_si512)
