@@ -825,6 +825,35 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * or lost (1024 x 1000 float32, 4 MiB: 0.93x). */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
+
+/* Except where src rows are a multiple of a page apart and start off
+ * their lines (NumPy's buffers): each of a wrapped pass's 64-byte loads
+ * then spans two lines, and all of a column's lines, 128 rows of them,
+ * fall in the same two L1 sets; the split's tiles (64 rows) win.  With src
+ * on its lines (torch's buffers) the two come out level or the wrapped
+ * tiles ahead.  Measured on the 2-core Zen 5 dev VM, src rows R x C
+ * transposed into dense dst rows, src / dst offsets into a line in bytes,
+ * best of 7 batches of copy_into, wrapped / split, us, builds alternated
+ * in fresh processes (/tmp script):
+ *   AVX-512, 1 thread: float32 128 x 1024 (16 / 16) 28 / 16, 256 x 1024
+ *   (16 / 16) 57-58 / 35-46, (16 / 0) 58 / 35-44, 512 x 1024 (16 / 16)
+ *   120 / 90, 128 x 2048 (16 / 16) 59-60 / 34; float64 256 x 512 (16 /
+ *   16) 58-60 / 36-37, 128 x 1024 58 / 31, 64 x 512 12.3-12.5 / 7.0;
+ *   but with src on a line, float32 256 x 1024 (0 / 16) 32-33 / 33-42,
+ *   (0 / 0) 31-32 / 33-35, float64 256 x 512 (0 / 16) 29-30 / 29-34;
+ *   AVX-512, 2 threads: float32 128 x 1024 (16 / 16) 15 / 12, 256 x 1024
+ *   38-40 / 23, 512 x 1024 75-76 / 54-56, 128 x 2048 31-35 / 22; float64
+ *   256 x 512 31 / 22.5, 128 x 1024 33-38 / 20;
+ *   AVX2 (PYLAYOUT_SIMD=avx2), 1 / 2 threads, (16 / 16): float32 128 x
+ *   1024 49 / 16 and 24 / 12, 256 x 1024 102 / 43 and 64-67 / 23; float64
+ *   256 x 512 99-101 / 37 and 63-66 / 23-24.
+ * Dst rows a page apart (4 KiB, the longest the wrapped tiles take) came
+ * out mixed, so they keep the wrapped tiles: float32 1024 x 128 25 / 17 at
+ * 1 thread but level at 2, float64 512 x 64 5.4 / 6.5 and 4.1 / 6.9. */
+static bool pl_src_lines_crowded(const pl_plan *p)
+{
+    return p->ssa % PL_PAGE_BYTES == 0 && (uintptr_t)p->src % PL_LINE_BYTES != 0;
+}
 #define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
 
 /* TRANSPOSE units: tile sizes, the table's tile kernel when both unit
@@ -866,7 +895,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&
                             p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES;
     const bool small = stream_bytes <= PL_WRAP_MAX_BYTES;
-    if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL &&
+    if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL && !pl_src_lines_crowded(p) &&
         (head != 0 ? small || crowded : small && crowded)) {
         /* units of whole rows, at least 4 a thread when the copy may go
          * parallel */

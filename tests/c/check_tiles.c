@@ -331,9 +331,10 @@ END_TEST
  * whose last block of rows is shifted back (ragged column counts, fewer
  * rows than a block, exactly one block), several units at 2 threads, a
  * batch of transposes, and around the rule: rows of 448 bytes, 8 KiB,
- * or 2560 bytes in a copy past 1 MiB (the split), dst off by bytes
- * (cached tiles), and dst on a line (the same tiles with no wrap where
- * rows are a multiple of 2 KiB apart, the cached tiles elsewhere). */
+ * or 2560 bytes in a copy past 1 MiB, src rows a page apart (off their
+ * lines: the split; on them, or 4092 bytes apart: wrapped), dst off by
+ * bytes (cached tiles), and dst on a line (the same tiles with no wrap
+ * where rows are a multiple of 2 KiB apart, the cached tiles elsewhere). */
 START_TEST(test_wrapped)
 {
     static const int perm[3] = {0, 2, 1};
@@ -343,7 +344,8 @@ START_TEST(test_wrapped)
         transpose_case(256, 100, 4), transpose_case(512, 47, 4),  transpose_case(1024, 130, 4),
         transpose_case(256, 15, 4),  transpose_case(512, 512, 4), transpose_case(112, 40, 4),
         transpose_case(2048, 20, 4), transpose_case(640, 640, 4), transpose_case(64, 8, 8),
-        transpose_case(64, 9, 8),
+        transpose_case(64, 9, 8),    transpose_case(128, 1024, 4), transpose_case(130, 1023, 4),
+        transpose_case(64, 512, 8),  transpose_case(72, 1024, 8),
         transpose_case(72, 33, 8),   transpose_case(256, 100, 8), transpose_case(512, 7, 8),
         permute_case(3, b32, perm, 4), permute_case(3, b64, perm, 8),
     };
