@@ -433,6 +433,13 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose {m}x{m} f32 into a buffer 16 B into a line",
                       lambda m=m: torch.randn(m, m).t(), pl.contiguous, lambda x: x.contiguous(),
                       np.ascontiguousarray, dst_off=16))
+    # a weight matrix's transpose whose rows lie 4 KiB apart, src and dst
+    # 16 bytes into a line as NumPy's buffers are: the split's tiles, not
+    # the wrapped ones (plan.c's pl_src_lines_crowded)
+    r = max(128, 256 // s)
+    cases.append(Case(f"2-D transpose of a {r}x1024 f32 matrix (rows 4 KiB apart), buffers 16 B into a line",
+                      lambda r=r: torch.randn(r * 1024 + 4)[4:].view(r, 1024).t(), pl.contiguous,
+                      lambda x: x.contiguous(), np.ascontiguousarray, dst_off=16))
     # 4-8 MB of float32 or float64, dst rows whole lines and not a power of two
     # apart: cached tiles, source and result in L3 (plan.c's PL_STREAM_MIN_WIDE_BYTES)
     for k, dt in ((1200, torch.float32), (800, torch.float64)):
