@@ -1275,9 +1275,25 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
  * of each row) copied row by row, then transposed from there, while the
  * runs kernel prefetches the next block's rows, a few per step, so that
  * reads overlap the streaming stores.  The columns past the last whole WB
- * go straight from src, the last nb % V by MOVE2D, the last na % RUN rows
- * by the line-at-a-time kernel LINE_TILE.  Needs dst and dsb 64-byte
- * aligned (else the cached CACHED_TILE).  The caller fences.
+ * go straight from src, the last nb % V by MOVE2D.  Rows past the last
+ * whole run that fill two or more blocks of whole dst lines (a tile's
+ * last, as the 1012 of 1024 rows left when plan.c first splits off the
+ * columns before dst's line) run as one shorter run; the rest, by the
+ * line-at-a-time kernel LINE_TILE.  Needs dst and dsb 64-byte aligned
+ * (else the cached CACHED_TILE).  The caller fences.
+ *
+ * The shorter run, against all of those rows by LINE_TILE (float32 n x n
+ * transposed into a NumPy-style dst 16 bytes into a line, src too,
+ * copy_into best of 7, us, builds alternated in fresh processes, two
+ * rounds, on the 2-core Zen 5 dev VM): n=1024 179-190 -> 167-173 at 1
+ * thread, 161-165 -> 141-144 at 2; 1024 x 2048 at 2 threads 308-320 ->
+ * 263-280; float64 1024 x 1024 306-317 -> 301-305 and 259-284 -> 243-256;
+ * level on lines and past L3 (float32 2080 x 2080 and 3000 x 3000,
+ * float64 2000 x 2000, within their noise of +-20 %).  A shorter run of
+ * one block lost to LINE_TILE: units of dst rows of 256 bytes or less are
+ * one block each, and float32 dst rows of 32 / 48 / 64 elements (6-8 MiB,
+ * src rows 128-256 KiB apart) took 190 / 142 / 320 us -> 238 / 168 / 352
+ * through it.
  *
  * Measured on 8192x8192, 1 thread, the 2-core dev VM (best of 5, two
  * runs): staging alone (no stores) ran at 20-22 GB/s, the runs alone from
@@ -1287,15 +1303,14 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
  * the line-per-row AVX2 kernel ran at 9.0 / 9.4. */
 #define PL_DEFINE_STREAM_RUNS_512(NAME, SIZE, V, WB, VEC, TRANSPOSE, STREAM, LINE_TILE, CACHED_TILE, MOVE2D)   \
     PL_AVX512 static inline void NAME##_runs(const char *s, int64_t ssa, char *d, int64_t dsb, int64_t n,       \
-                                             const char *pf, int64_t pfs, int pf_rows)                          \
+                                             int nq, const char *pf, int64_t pfs, int pf_rows)                  \
     {                                                                                                    \
-        enum { Q = 256 / ((V) * (SIZE)) };                                                  \
         for (int64_t j = 0; j < n; j += (V)) {                                                           \
             if (pf != NULL)                                                                              \
                 for (int k = 0; k < pf_rows; k++, pf += pfs)                                             \
                     _Pragma("GCC unroll 16") for (int l = 0; l < WB; l += 64)                            \
                         _mm_prefetch(pf + l, _MM_HINT_T0);                                                  \
-            for (int q = 0; q < Q; q++) {                                                                \
+            for (int q = 0; q < nq; q++) {                                                               \
                 VEC o[V];                                                                                \
                 TRANSPOSE(s + q * (V) * ssa + j * (SIZE), ssa, o);                                       \
                 _Pragma("GCC unroll 16") for (int k = 0; k < (V); k++)                                   \
@@ -1314,29 +1329,35 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
             LINE_TILE(src, ssa, dst, dsb, na, nb);                                                       \
             return;                                                                                      \
         }                                                                                                \
+        /* whole runs, then one shorter run of the whole lines left, then the rest */                \
         const int64_t nar = na / RUN * RUN, nbv = nb / (V) * (V);                                        \
+        const int64_t nal = na - nar >= 2 * (V) ? na / (V) * (V) : nar;                                  \
         _Alignas(64) char buf[RUN * WB];                                                                 \
-        for (int64_t i = 0; i < nar; i += RUN) {                                                         \
+        for (int64_t i = 0; i < nal; i += RUN) {                                                         \
+            const int64_t rows = i < nar ? RUN : nal - nar;                                              \
             const char *s = src + i * ssa;                                                               \
             char *d = dst + i * (SIZE);                                                                  \
             int64_t j0 = 0;                                                                              \
             for (; j0 + W <= nb; j0 += W) {                                                              \
-                for (int k = 0; k < RUN; k++) {                                                          \
+                for (int k = 0; k < rows; k++) {                                                         \
                     const char *r = s + k * ssa + j0 * (SIZE);                                           \
                     _Pragma("GCC unroll 16") for (int l = 0; l < WB; l += 64)                            \
                         _mm512_store_si512((void *)(buf + k * WB + l), _mm512_loadu_si512(r + l));       \
                 }                                                                                        \
-                /* the next block's rows, prefetched while this one is written */                        \
-                const char *next = j0 + 2 * W <= nb ? s + (j0 + W) * (SIZE)                              \
+                /* the next block's rows, prefetched while this one is written (a whole run's) */       \
+                const char *next = rows < RUN             ? NULL                                         \
+                                   : j0 + 2 * W <= nb     ? s + (j0 + W) * (SIZE)                        \
                                    : i + 2 * RUN <= nar ? s + RUN * ssa : NULL;                          \
-                NAME##_runs(buf, WB, d + j0 * dsb, dsb, W, next, ssa, PF_ROWS);                          \
+                NAME##_runs(buf, WB, d + j0 * dsb, dsb, W, (int)(rows / (V)), next, ssa, PF_ROWS);       \
             }                                                                                            \
-            NAME##_runs(s + j0 * (SIZE), ssa, d + j0 * dsb, dsb, nbv - j0, NULL, 0, 0);                  \
-            if (nbv < nb)                                                                                \
+            NAME##_runs(s + j0 * (SIZE), ssa, d + j0 * dsb, dsb, nbv - j0, (int)(rows / (V)), NULL, 0, 0); \
+            if (nbv < nb && rows == RUN)                                                                 \
                 MOVE2D(s + nbv * (SIZE), ssa, SIZE, d + nbv * dsb, SIZE, dsb, RUN, nb - nbv);            \
+            else if (nbv < nb)                                                                           \
+                CACHED_TILE(s + nbv * (SIZE), ssa, d + nbv * dsb, dsb, rows, nb - nbv);                  \
         }                                                                                                \
-        if (nar < na)                                                                                    \
-            LINE_TILE(src + nar * ssa, ssa, dst + nar * (SIZE), dsb, na - nar, nb);                      \
+        if (nal < na)                                                                                    \
+            LINE_TILE(src + nal * ssa, ssa, dst + nal * (SIZE), dsb, na - nal, nb);                      \
     }
 
 PL_DEFINE_STREAM_RUNS_512(pl_stile4_avx512, 4, 16, 512, __m512, pl_t16x16_ps512, pl_stream_ps512, pl_stile4_avx2,
