@@ -825,6 +825,7 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * or lost (1024 x 1000 float32, 4 MiB: 0.93x). */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
+#define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
 
 /* Except where src rows are a multiple of a page apart and start off
  * their lines (NumPy's buffers): each of a wrapped pass's 64-byte loads
@@ -854,7 +855,6 @@ static bool pl_src_lines_crowded(const pl_plan *p)
 {
     return p->ssa % PL_PAGE_BYTES == 0 && (uintptr_t)p->src % PL_LINE_BYTES != 0;
 }
-#define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
 
 /* TRANSPOSE units: tile sizes, the table's tile kernel when both unit
  * strides are one element, and a streaming variant for large copies.

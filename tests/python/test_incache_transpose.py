@@ -15,10 +15,9 @@ float64 rows of 512 bytes to 4 KiB instead take the wrapped tiles
 walk them backwards when a copy repeats the one before it on the same
 buffers (pl_repeats: the same copy three times into one dst); but where
 src rows are a multiple of a page apart and off their lines, the split's
-tiles.  Each
-path runs in its own interpreter with PYLAYOUT_SIMD set (the path is chosen
-once, at import); a path this CPU lacks runs the best one it has, which the
-child reports.
+tiles.  Each path runs in its own interpreter with PYLAYOUT_SIMD set (the
+path is chosen once, at import); a path this CPU lacks runs the best one
+it has, which the child reports.
 """
 from __future__ import annotations
 
