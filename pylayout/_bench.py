@@ -437,7 +437,7 @@ def copy_cases(quick: bool) -> list[Case]:
     # 16 bytes into a line as NumPy's buffers are: the split's tiles, not
     # the wrapped ones (plan.c's pl_src_lines_crowded)
     r = max(128, 256 // s)
-    cases.append(Case(f"2-D transpose of a {r}x1024 f32 matrix (rows 4 KiB apart), buffers 16 B into a line",
+    cases.append(Case(f"2-D transpose 1024x{r} f32 (src rows 4 KiB apart), buffers 16 B into a line",
                       lambda r=r: torch.randn(r * 1024 + 4)[4:].view(r, 1024).t(), pl.contiguous,
                       lambda x: x.contiguous(), np.ascontiguousarray, dst_off=16))
     # 4-8 MB of float32 or float64, dst rows whole lines and not a power of two
