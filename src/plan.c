@@ -815,17 +815,35 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * 0.96x at 1 thread, 1.04-1.09x at 2).
  *
  * Dense rows that start on a line (torch's buffers) take the same tiles,
- * with no wrap, where src or dst rows are crowded, up to PL_WRAP_MAX_BYTES:
- * their passes of 512 bytes of 128 rows beat the 64 x 64 tiles' strips
+ * with no wrap, where src or dst rows are crowded, up to
+ * PL_WRAP_MAX_CROWDED_BYTES (PL_WRAP_MAX_BYTES at first, see below): their
+ * passes of 512 bytes of 128 rows beat the 64 x 64 tiles' strips
  * there.  Same harness, src and dst on lines, us, wrapped / tiles: 1
  * thread, float32 512 x 512 39-45 / 44-50, 1024 x 256 49-52 / 69-71, 1024
  * x 128 18.2-18.6 / 25.7-25.9; float64 256 x 256 13.9-14.0 / 18.2-18.3;
  * 2 threads, float32 1024 x 256 26-27 / 39-40, float64 256 x 512 18.9-19.6
  * / 24.2-24.6.  Rows not crowded, and copies past 1 MiB, gained nothing
- * or lost (1024 x 1000 float32, 4 MiB: 0.93x). */
+ * or lost (1024 x 1000 float32, 4 MiB: 0.93x).
+ *
+ * Crowded rows on lines keep the wrapped tiles up to
+ * PL_WRAP_MAX_CROWDED_BYTES: past 1 MiB the split's tiles of such rows go
+ * to 4 x 4 blocks (copy_x86.c, pl_tile4_avx2), which at 1-2 MiB read src
+ * and dst from L3 a few bytes of a line at a time.  Measured on the 2-core
+ * Intel Xeon (AVX-512, AMX; 2 MiB L2) dev VM, torch tensors, copy_into,
+ * best of 7 batches, two fresh processes per build alternated (/tmp
+ * script), us, tiles / wrapped: 1 thread, float32 1024 x 512 314-347 /
+ * 192-199, 512 x 1024 235-260 / 166-169, 256 x 2048 240-243 / 140-141;
+ * float64 512 x 512 273-297 / 156-164, 256 x 1024 204-205 / 137-149, 384 x
+ * 512 158-161 / 90-94; 2 threads, float32 1024 x 512 125-136 / 85-87,
+ * float64 512 x 512 118-121 / 87-89; AVX2 (PYLAYOUT_SIMD=avx2), 1 thread,
+ * float32 1024 x 512 341-356 / 193-205, float64 512 x 512 289-314 /
+ * 200-206.  At 3 MiB they came out mixed (float32 1536 x 512 level, 512 x
+ * 1536 ahead at 1 thread and 8% behind at 2; pylayout_copy, /tmp
+ * harness), and from 4 MiB such copies stream. */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
 #define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
+#define PL_WRAP_MAX_CROWDED_BYTES ((int64_t)2 * 1024 * 1024)
 
 /* Except where src rows are a multiple of a page apart and start off
  * their lines (NumPy's buffers): each of a wrapped pass's 64-byte loads
@@ -894,7 +912,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     /* the wrapped tiles: see PL_WRAP_MAX_ROW_BYTES */
     const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&
                             p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES;
-    const bool small = stream_bytes <= PL_WRAP_MAX_BYTES;
+    const bool small = stream_bytes <= (crowded ? PL_WRAP_MAX_CROWDED_BYTES : PL_WRAP_MAX_BYTES);
     if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL && !pl_src_lines_crowded(p) &&
         (head != 0 ? small || crowded : small && crowded)) {
         /* units of whole rows, at least 4 a thread when the copy may go
