@@ -440,6 +440,12 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"2-D transpose 1024x{r} f32 (src rows 4 KiB apart), buffers 16 B into a line",
                       lambda r=r: torch.randn(r * 1024 + 4)[4:].view(r, 1024).t(), pl.contiguous,
                       lambda x: x.contiguous(), np.ascontiguousarray, dst_off=16))
+    # a weight matrix's transpose on torch's buffers (on lines), rows 2 and 4
+    # KiB apart, 2 MB: past a core's L2 on most CPUs, the wrapped tiles
+    # (plan.c's PL_WRAP_MAX_CROWDED_BYTES)
+    cases.append(Case("2-D transpose 512x1024 f32 (rows 2 and 4 KiB apart, on lines)",
+                      lambda: torch.randn(1024, 512).t(), pl.contiguous, lambda x: x.contiguous(),
+                      np.ascontiguousarray))
     # 4-8 MB of float32 or float64, dst rows whole lines and not a power of two
     # apart: cached tiles, source and result in L3 (plan.c's PL_STREAM_MIN_WIDE_BYTES)
     for k, dt in ((1200, torch.float32), (800, torch.float64)):
