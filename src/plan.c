@@ -839,11 +839,22 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * float32 1024 x 512 341-356 / 193-205, float64 512 x 512 289-314 /
  * 200-206.  At 3 MiB they came out mixed (float32 1536 x 512 level, 512 x
  * 1536 ahead at 1 thread and 8% behind at 2; pylayout_copy, /tmp
- * harness), and from 4 MiB such copies stream. */
+ * harness), and from 4 MiB such copies stream.  Crowded dst rows of up to
+ * PL_WRAP_MAX_CROWDED_ROW_BYTES take them too, on a line or not: same
+ * script, float32 with dst rows of 2048 elements (8 KiB), 1 thread, src
+ * rows of 256 330-339 / 221-246, of 128 82-93 / 68-73, of 64 32 / 23-24,
+ * of 200 219-225 / 130-155; 2 threads, 256 132-148 / 111-114, 128 43-47 /
+ * 28-31; float64 rows of 1024, 1 thread, 256 291-311 / 182-196, 128 73-75
+ * / 54-62; 2 threads, 256 121-122 / 94-95, 128 32-33 / 28-30.  Dst rows of
+ * 16 KiB gained at 1 thread and came out level at 2 (float32 4096 x 128 at
+ * 2 threads 116-126 / 123-126), dst rows of 4-8 KiB not crowded mixed
+ * (float32 rows of 1520 elements 16 bytes into a line, src rows of 512: 1
+ * thread 376-404 / 279-296, 2 threads 182-185 / 207-229). */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
 #define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
 #define PL_WRAP_MAX_CROWDED_BYTES ((int64_t)2 * 1024 * 1024)
+#define PL_WRAP_MAX_CROWDED_ROW_BYTES 8192
 
 /* Except where src rows are a multiple of a page apart and start off
  * their lines (NumPy's buffers): each of a wrapped pass's 64-byte loads
@@ -911,7 +922,8 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     /* the wrapped tiles: see PL_WRAP_MAX_ROW_BYTES */
     const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&
-                            p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES && p->dsb <= PL_WRAP_MAX_ROW_BYTES;
+                            p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES &&
+                            p->dsb <= (crowded ? PL_WRAP_MAX_CROWDED_ROW_BYTES : PL_WRAP_MAX_ROW_BYTES);
     const bool small = stream_bytes <= (crowded ? PL_WRAP_MAX_CROWDED_BYTES : PL_WRAP_MAX_BYTES);
     if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL && !pl_src_lines_crowded(p) &&
         (head != 0 ? small || crowded : small && crowded)) {

@@ -330,11 +330,14 @@ END_TEST
  * kernels.h): every head h from one element to a line less one, units
  * whose last block of rows is shifted back (ragged column counts, fewer
  * rows than a block, exactly one block), several units at 2 threads, a
- * batch of transposes, and around the rule: rows of 448 bytes, 8 KiB,
- * or 2560 bytes in a copy past 1 MiB, src rows a page apart (off their
- * lines: the split; on them, or 4092 bytes apart: wrapped), dst off by
- * bytes (cached tiles), and dst on a line (the same tiles with no wrap
- * where rows are a multiple of 2 KiB apart, the cached tiles elsewhere). */
+ * batch of transposes, and around the rule: rows of 448 bytes, 8 KiB
+ * (wrapped: a multiple of 2 KiB, PL_WRAP_MAX_CROWDED_ROW_BYTES), 16 KiB,
+ * or 2560 bytes in a copy past 1 MiB, rows 4 KiB apart in a copy of 1.6
+ * MiB (wrapped up to PL_WRAP_MAX_CROWDED_BYTES), src rows a page apart
+ * (off their lines: the split; on them, or 4092 bytes apart: wrapped), dst
+ * off by bytes (cached tiles), and dst on a line (the same tiles with no
+ * wrap where rows are a multiple of 2 KiB apart, the cached tiles
+ * elsewhere). */
 START_TEST(test_wrapped)
 {
     static const int perm[3] = {0, 2, 1};
@@ -347,6 +350,8 @@ START_TEST(test_wrapped)
         transpose_case(64, 9, 8),    transpose_case(128, 1024, 4), transpose_case(130, 1023, 4),
         transpose_case(64, 512, 8),  transpose_case(72, 1024, 8),
         transpose_case(72, 33, 8),   transpose_case(256, 100, 8), transpose_case(512, 7, 8),
+        transpose_case(2048, 100, 4), transpose_case(1024, 77, 8), transpose_case(4096, 20, 4),
+        transpose_case(1024, 400, 4),
         permute_case(3, b32, perm, 4), permute_case(3, b64, perm, 8),
     };
     static const size_t offs[] = {0, 4, 0, 8, 4, 12, 0, 16, 16, 32, 8, 48, 12, 56, 0, 60, 3, 5, 0, 0, 16, 0};

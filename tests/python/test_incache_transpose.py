@@ -12,7 +12,8 @@ columns on their own, then the rest with every store on a line; float32 and
 float64 rows of 512 bytes to 4 KiB instead take the wrapped tiles
 (PL_WRAP_MAX_ROW_BYTES: heads of 1, 12 and 13 float32 and of 2, 3, 6 and
 7 float64 elements, ragged row counts, several units at 2 threads; up to
-2 MiB where rows are a multiple of 2 KiB apart, dst on a line or not), and
+2 MiB, and dst rows up to 8 KiB, where rows are a multiple of 2 KiB apart,
+dst on a line or not), and
 walk them backwards when a copy repeats the one before it on the same
 buffers (pl_repeats: the same copy three times into one dst); but where
 src rows are a multiple of a page apart and off their lines, the split's
@@ -118,14 +119,16 @@ def run():
         # and 1-15 elements before one, short last blocks, 1 MiB parallel;
         # src rows 4 KiB apart (off their lines: the split's tiles instead);
         # rows a multiple of 2 KiB apart past 1 MiB, up to 2 MiB (on a line
-        # too: PL_WRAP_MAX_CROWDED_BYTES)
+        # too: PL_WRAP_MAX_CROWDED_BYTES), and dst rows of 8 KiB
+        # (PL_WRAP_MAX_CROWDED_ROW_BYTES)
         for i, (rows, cols, dtype) in enumerate(((128, 128, np.float32), (144, 77, np.float32),
                                                  (512, 512, np.float32), (1024, 70, np.float32),
                                                  (512, 17, np.float32), (64, 64, np.float64),
                                                  (256, 256, np.float64), (512, 100, np.float64),
                                                  (128, 1024, np.float32), (64, 512, np.float64),
                                                  (1024, 512, np.float32), (768, 512, np.float32),
-                                                 (512, 512, np.float64), (384, 1024, np.float64))):
+                                                 (512, 512, np.float64), (384, 1024, np.float64),
+                                                 (2048, 100, np.float32), (1024, 77, np.float64))):
             for soff, doff in ((0, 0), (16, 16), (4, 60), (0, 8)):
                 again(source(rows, cols, 0, soff, 300 + i, dtype), doff)
         # wider elements: dst rows of 512 bytes and more split at dst's
