@@ -721,7 +721,7 @@ static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *s
  * n=1024 23.6 / 13.1 and 27.3 / 23.9 (rows 4 KiB apart).  Above it
  * streaming wins: float32 n=1600 (9.8 MiB) 356 us streamed against 553
  * cached, n=2000 700 against 1400.  1- and 2-byte elements stream from 4
- * MiB: uint8 n=2400 cached 0.88x / 0.92x, float16 n=1600 0.80x at 1 thread;
+ * MiB (crowded rows from less: PL_STREAM_MIN_CROWDED_NARROW_BYTES): uint8 n=2400 cached 0.88x / 0.92x, float16 n=1600 0.80x at 1 thread;
  * so do 16-byte ones: complex128 n=600-700 cached 0.88-1.14x at 1 thread,
  * 0.72-0.88x at 2. */
 #define PL_STREAM_MIN_WIDE_BYTES ((int64_t)8 * 1024 * 1024)
@@ -733,6 +733,45 @@ static int64_t pl_stream_min_wide_bytes(void)
     return quarter_l3 < PL_STREAM_MIN_BYTES ? PL_STREAM_MIN_BYTES
            : quarter_l3 > PL_STREAM_MIN_WIDE_BYTES ? PL_STREAM_MIN_WIDE_BYTES
                                                    : quarter_l3;
+}
+
+/* 1- and 2-byte transposes whose src or dst rows are a multiple of
+ * PL_CROWDED_ROW_BYTES apart stream from this many bytes a thread, up to
+ * PL_STREAM_MIN_BYTES (so from 1.5 MiB at 1 thread, 3 MiB at 2; dst rows a
+ * page apart from 1.5 MiB at any thread count): their
+ * cached tiles' rows crowd a few L1 sets, and from L3 they ran at a
+ * quarter to a half of memcpy.  Measured on the 2-core Intel Xeon (AVX-512,
+ * AMX; 2 MiB L2) dev VM, src (R, C) read transposed, copy_into in a loop,
+ * best of 7 batches, us, cached / streamed (/tmp scripts, a throwaway
+ * switch), torch tensors and NumPy arrays 16 bytes into a line:
+ *   1 thread, uint8 4096 x 384 (1.5 MiB) 444 / 111, 2048 x 768 251 / 104
+ *   and 307 / 127, 768 x 2048 275 / 91 and 281 / 144; float16 1024 x 768
+ *   246 / 148 and 271 / 166; uint8 2048 x 1024 (2 MiB) 431 / 149-170 and
+ *   424 / 182, 4096 x 512 612 / 170-186 and 587 / 198, 512 x 4096 356 /
+ *   164-185 and 360 / 254; float16 1024 x 1024 382 / 219-227 and 374 /
+ *   219, 512 x 2048 340 / 238-242 and 343 / 250;
+ *   2 threads, uint8 2048 x 1536 (3 MiB) 300 / 137 and 328 / 183; float16
+ *   2048 x 768 320 / 172 and 369 / 187.
+ * Below 3 MiB on 2 threads they came out mixed (NumPy's uint8 512 x 4096
+ * 166 / 267, float16 1024 x 1024 126-151 / 163-167, 1024 x 768 86 / 135;
+ * torch's uint8 2048 x 1024 164 / 77), except where dst rows are a
+ * multiple of a page apart, which stream from 1.5 MiB at any thread count:
+ * 2 threads, uint8 4096 x 384 209 / 62 and 219 / 86, 4096 x 512 314 / 73
+ * and 302 / 104; float16 2048 x 512 180 / 108 and 187 / 114.  At 1 MiB on
+ * 1 thread they came out mixed too (uint8 1024 x 1024 103 / 112, 2048 x
+ * 512 120 / 65). */
+#define PL_STREAM_MIN_CROWDED_NARROW_BYTES ((int64_t)1536 * 1024)
+
+/* The size from which plan p's transpose streams, on nt threads. */
+static int64_t pl_stream_min_bytes(const pl_plan *p, bool wide, bool crowded, int nt)
+{
+    if (wide)
+        return pl_stream_min_wide_bytes();
+    if (p->itemsize <= 2 && crowded) {
+        const int64_t per = p->dsb % PL_PAGE_BYTES == 0 ? 1 : pl_max(1, nt);
+        return pl_min(PL_STREAM_MIN_BYTES, per * PL_STREAM_MIN_CROWDED_NARROW_BYTES);
+    }
+    return PL_STREAM_MIN_BYTES;
 }
 
 /* Tile edge (elements) for cached-store transposes: 64 x 64 floats, 32 x 32
@@ -918,7 +957,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const int64_t head = (int64_t)((PL_LINE_BYTES - (uintptr_t)p->dst % PL_LINE_BYTES) % PL_LINE_BYTES);
     const bool crowded = p->ssa % PL_CROWDED_ROW_BYTES == 0 || p->dsb % PL_CROWDED_ROW_BYTES == 0;
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
-    const bool large = stream_bytes >= (wide ? pl_stream_min_wide_bytes() : PL_STREAM_MIN_BYTES); /* whole copy */
+    const bool large = stream_bytes >= pl_stream_min_bytes(p, wide, crowded, nt); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     /* the wrapped tiles: see PL_WRAP_MAX_ROW_BYTES */
     const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&

@@ -211,6 +211,26 @@ START_TEST(test_u8_streaming)
 }
 END_TEST
 
+/* 1- and 2-byte transposes under PL_STREAM_MIN_BYTES whose rows are a
+ * multiple of 2 KiB apart (plan.c, PL_STREAM_MIN_CROWDED_NARROW_BYTES):
+ * dst rows a page apart stream from 1.5 MiB at either thread count, other
+ * crowded rows at 1 thread only; dst on a line and off it by bytes, ragged
+ * edges. */
+START_TEST(test_narrow_crowded_streaming)
+{
+    static const size_t offs[] = {0, 0, 3, 16, 2, 62};
+    const copy_case cases[] = {
+        transpose_case(4096, 400, 1), /* dst rows a page apart, 1.6 MiB */
+        transpose_case(2048, 801, 1), /* dst rows 2 KiB apart */
+        transpose_case(777, 4096, 1), /* src rows a page apart, 3.0 MiB */
+        transpose_case(2048, 450, 2), /* dst rows a page apart, 1.8 MiB */
+        transpose_case(1000, 1024, 2), /* src rows 2 KiB apart, 2.0 MiB */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 3};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Above PL_STREAM_MIN_BYTES with dst rows whole lines (rows a multiple of
  * 64), so the AVX-512 path runs tile_bytes_x86.c on whole 256-row bands:
  * columns past the last 64 (32 + 8, 36, 5, 7), a second 4096-column tile
@@ -533,7 +553,8 @@ END_TEST
 static Suite *tiles_suite(void)
 {
     const tcase_spec cases[] = {
-        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_thin_sides), TEST(test_u8_medium), TEST(test_u8_streaming), TEST(test_u8_streaming_bands)),
+        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_thin_sides), TEST(test_u8_medium), TEST(test_u8_streaming), TEST(test_u8_streaming_bands),
+              TEST(test_narrow_crowded_streaming)),
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
         TCASE("u8-direct", TEST(test_u8_bands_direct)),
 #endif

@@ -3,7 +3,8 @@
 2-D transposes (uint8, float16, float32, float64) and 5-D permutes of the
 (27,28,28,28,28).permute(2,3,1,4,0) kind, at 1 and 2 threads, small (cached
 tiles) and above the streaming threshold (4 MiB; 8 MiB for float32 and float64 with
-dst rows whole lines: the AVX-512 256-byte-run kernels), with ragged sizes, and into destinations off their cache lines (a
+dst rows whole lines: the AVX-512 256-byte-run kernels; 1.5-3 MiB for uint8 and
+float16 with rows a multiple of 2 KiB apart), with ragged sizes, and into destinations off their cache lines (a
 view a few bytes into a larger buffer, whose other bytes must stay
 untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
 set: the path is chosen once, at import.  A path this CPU lacks runs the
@@ -98,7 +99,12 @@ def run():
               ((1024, 1024), np.float32, None), ((2048, 2048), np.uint8, None),
               # float16 past the threshold, dst rows whole lines: the streamed
               # 32x32 blocks, rows past the last 32, columns past the last 32
-              ((1600, 1472), np.float16, None), ((1536, 1536), np.float16, None)]
+              ((1600, 1472), np.float16, None), ((1536, 1536), np.float16, None),
+              # 1- and 2-byte, rows a multiple of 2 KiB apart, under 4 MiB:
+              # streamed from 1.5 MiB (dst rows a page apart) or from 1.5 MiB a
+              # thread (plan.c's PL_STREAM_MIN_CROWDED_NARROW_BYTES)
+              ((4096, 401), np.uint8, None), ((2048, 803), np.uint8, None), ((779, 4096), np.uint8, None),
+              ((2048, 450), np.float16, None), ((1000, 1024), np.float16, None)]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
