@@ -446,6 +446,11 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case("2-D transpose 512x1024 f32 (rows 2 and 4 KiB apart, on lines)",
                       lambda: torch.randn(1024, 512).t(), pl.contiguous, lambda x: x.contiguous(),
                       np.ascontiguousarray))
+    # a 2 MB byte matrix (a mask, a quantized weight) into rows a page apart:
+    # streamed under 4 MB (plan.c's PL_STREAM_MIN_CROWDED_NARROW_BYTES)
+    cases.append(Case("2-D transpose 512x4096 uint8 (dst rows 4 KiB apart)",
+                      lambda: torch.randint(0, 255, (4096, 512), dtype=torch.uint8).t(), pl.contiguous,
+                      lambda x: x.contiguous(), np.ascontiguousarray))
     # 4-8 MB of float32 or float64, dst rows whole lines and not a power of two
     # apart: cached tiles, source and result in L3 (plan.c's PL_STREAM_MIN_WIDE_BYTES)
     for k, dt in ((1200, torch.float32), (800, torch.float64)):
