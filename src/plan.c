@@ -762,11 +762,28 @@ static int64_t pl_stream_min_wide_bytes(void)
  * 512 120 / 65). */
 #define PL_STREAM_MIN_CROWDED_NARROW_BYTES ((int64_t)1536 * 1024)
 
+/* 4- and 8-byte transposes of crowded rows (not `wide`: see
+ * PL_STREAM_MIN_WIDE_BYTES) stream past this many bytes a thread, up to
+ * PL_STREAM_MIN_BYTES: so at 1 thread past 2 MiB, where the wrapped tiles
+ * stop (PL_WRAP_MAX_CROWDED_BYTES) and the split's 4 x 4 blocks read and
+ * write a few bytes of a line at a time from L3.  Same VM and scripts as
+ * above, 1 thread, us, cached / streamed, torch tensors: float32 1536 x 512
+ * (3 MiB) 457 / 363, 512 x 1536 440 / 365, 2048 x 384 555 / 375, 384 x
+ * 2048 415 / 364, 4096 x 160 386 / 288; float64 1024 x 384 500 / 324, 384 x
+ * 1024 450 / 341, 768 x 512 510 / 322; NumPy arrays 16 bytes into a line,
+ * float32 1536 x 512 409 / 358, 512 x 1536 386 / 376, 2048 x 384 358 / 364,
+ * float64 1024 x 384 400 / 306.  At 2 threads (4 MiB, as before) 2.5 MiB
+ * copies came out mixed (pylayout_copy, float32 2560 x 256 105-110 /
+ * 127-129, 1024 x 768 218-240 / 161). */
+#define PL_STREAM_MAX_CROWDED_CACHED_BYTES ((int64_t)2 * 1024 * 1024)
+
 /* The size from which plan p's transpose streams, on nt threads. */
 static int64_t pl_stream_min_bytes(const pl_plan *p, bool wide, bool crowded, int nt)
 {
     if (wide)
         return pl_stream_min_wide_bytes();
+    if ((p->itemsize == 4 || p->itemsize == 8) && crowded)
+        return pl_min(PL_STREAM_MIN_BYTES, pl_max(1, nt) * PL_STREAM_MAX_CROWDED_CACHED_BYTES + 1);
     if (p->itemsize <= 2 && crowded) {
         const int64_t per = p->dsb % PL_PAGE_BYTES == 0 ? 1 : pl_max(1, nt);
         return pl_min(PL_STREAM_MIN_BYTES, per * PL_STREAM_MIN_CROWDED_NARROW_BYTES);

@@ -380,7 +380,9 @@ START_TEST(test_wrapped)
 }
 END_TEST
 
-/* float32 / float64 transposes above PL_STREAM_MIN_BYTES: the AVX-512
+/* float32 / float64 transposes above PL_STREAM_MIN_BYTES (and of rows a
+ * multiple of 2 KiB apart past 2 MiB at 1 thread: plan.c,
+ * PL_STREAM_MAX_CROWDED_CACHED_BYTES): the AVX-512
  * 256-byte-run kernels (dst rows a multiple of 64 bytes, so every row
  * starts on a line), with partial 64- / 32-row runs, columns past the last
  * staged block and past the last 16 / 8, a second page-wide tile along b,
@@ -394,6 +396,8 @@ START_TEST(test_f32_streaming)
         transpose_case(1024, 1037, 4), /* whole runs; 13-column second tile */
         transpose_case(1088, 1031, 4),
         transpose_case(1001, 1100, 4), /* dst rows not whole lines: cached tiles */
+        transpose_case(1536, 500, 4),  /* 2.9 MiB, dst rows 3 x 2 KiB apart: streamed at 1 thread */
+        transpose_case(2048, 333, 4),  /* 2.6 MiB, dst rows 8 KiB apart */
     };
     case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
     at_1_and_2_threads(run_set, &set);
@@ -408,6 +412,8 @@ START_TEST(test_f64_streaming)
         transpose_case(768, 780, 8),
         transpose_case(520, 1213, 8),
         transpose_case(733, 800, 8), /* dst rows not whole lines */
+        transpose_case(1024, 333, 8), /* 2.6 MiB, dst rows 8 KiB apart: streamed at 1 thread */
+        transpose_case(300, 1024, 8), /* 2.3 MiB, src rows 8 KiB apart */
     };
     case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
     at_1_and_2_threads(run_set, &set);

@@ -4,7 +4,8 @@
 (27,28,28,28,28).permute(2,3,1,4,0) kind, at 1 and 2 threads, small (cached
 tiles) and above the streaming threshold (4 MiB; 8 MiB for float32 and float64 with
 dst rows whole lines: the AVX-512 256-byte-run kernels; 1.5-3 MiB for uint8 and
-float16 with rows a multiple of 2 KiB apart), with ragged sizes, and into destinations off their cache lines (a
+float16 with rows a multiple of 2 KiB apart, 2 MiB a thread for float32
+and float64 ones), with ragged sizes, and into destinations off their cache lines (a
 view a few bytes into a larger buffer, whose other bytes must stay
 untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
 set: the path is chosen once, at import.  A path this CPU lacks runs the
@@ -104,7 +105,10 @@ def run():
               # streamed from 1.5 MiB (dst rows a page apart) or from 1.5 MiB a
               # thread (plan.c's PL_STREAM_MIN_CROWDED_NARROW_BYTES)
               ((4096, 401), np.uint8, None), ((2048, 803), np.uint8, None), ((779, 4096), np.uint8, None),
-              ((2048, 450), np.float16, None), ((1000, 1024), np.float16, None)]
+              ((2048, 450), np.float16, None), ((1000, 1024), np.float16, None),
+              # float32 / float64, rows a multiple of 2 KiB apart, 2-4 MiB: streamed
+              # at 1 thread (PL_STREAM_MAX_CROWDED_CACHED_BYTES)
+              ((1536, 500), np.float32, None), ((300, 1024), np.float64, None)]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
