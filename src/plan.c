@@ -721,9 +721,10 @@ static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *s
  * n=1024 23.6 / 13.1 and 27.3 / 23.9 (rows 4 KiB apart).  Above it
  * streaming wins: float32 n=1600 (9.8 MiB) 356 us streamed against 553
  * cached, n=2000 700 against 1400.  1- and 2-byte elements stream from 4
- * MiB (crowded rows from less: PL_STREAM_MIN_CROWDED_NARROW_BYTES): uint8 n=2400 cached 0.88x / 0.92x, float16 n=1600 0.80x at 1 thread;
+ * MiB: uint8 n=2400 cached 0.88x / 0.92x, float16 n=1600 0.80x at 1 thread;
  * so do 16-byte ones: complex128 n=600-700 cached 0.88-1.14x at 1 thread,
- * 0.72-0.88x at 2. */
+ * 0.72-0.88x at 2.  Crowded rows of 1 to 8 bytes stream from less: see
+ * PL_STREAM_MIN_CROWDED_NARROW_BYTES and PL_STREAM_MAX_CROWDED_CACHED_BYTES. */
 #define PL_STREAM_MIN_WIDE_BYTES ((int64_t)8 * 1024 * 1024)
 #define PL_CROWDED_ROW_BYTES 2048
 
@@ -737,8 +738,8 @@ static int64_t pl_stream_min_wide_bytes(void)
 
 /* 1- and 2-byte transposes whose src or dst rows are a multiple of
  * PL_CROWDED_ROW_BYTES apart stream from this many bytes a thread, up to
- * PL_STREAM_MIN_BYTES (so from 1.5 MiB at 1 thread, 3 MiB at 2; dst rows a
- * page apart from 1.5 MiB at any thread count): their
+ * PL_STREAM_MIN_BYTES: from 1.5 MiB at 1 thread and 3 MiB at 2, and where
+ * dst rows are a page apart from 1.5 MiB at any thread count.  Their
  * cached tiles' rows crowd a few L1 sets, and from L3 they ran at a
  * quarter to a half of memcpy.  Measured on the 2-core Intel Xeon (AVX-512,
  * AMX; 2 MiB L2) dev VM, src (R, C) read transposed, copy_into in a loop,

@@ -559,8 +559,8 @@ END_TEST
 static Suite *tiles_suite(void)
 {
     const tcase_spec cases[] = {
-        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_thin_sides), TEST(test_u8_medium), TEST(test_u8_streaming), TEST(test_u8_streaming_bands),
-              TEST(test_narrow_crowded_streaming)),
+        TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_thin_sides), TEST(test_u8_medium), TEST(test_u8_streaming),
+              TEST(test_u8_streaming_bands), TEST(test_narrow_crowded_streaming)),
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
         TCASE("u8-direct", TEST(test_u8_bands_direct)),
 #endif
