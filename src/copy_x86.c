@@ -1302,8 +1302,9 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
  * for float32 and 13.8 / 13.4 / 15.0 for float64 (next-block prefetch);
  * the line-per-row AVX2 kernel ran at 9.0 / 9.4. */
 #define PL_DEFINE_STREAM_RUNS_512(NAME, SIZE, V, WB, VEC, TRANSPOSE, STREAM, LINE_TILE, CACHED_TILE, MOVE2D)   \
-    PL_AVX512 static inline void NAME##_runs(const char *s, int64_t ssa, char *d, int64_t dsb, int64_t n,       \
-                                             int nq, const char *pf, int64_t pfs, int pf_rows)                  \
+    PL_AVX512 static inline __attribute__((always_inline)) void NAME##_runs(                             \
+        const char *s, int64_t ssa, char *d, int64_t dsb, int64_t n, int nq, const char *pf, int64_t pfs, \
+        int pf_rows, char *ob)                                                                          \
     {                                                                                                    \
         for (int64_t j = 0; j < n; j += (V)) {                                                           \
             if (pf != NULL)                                                                              \
@@ -1313,22 +1314,22 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
             for (int q = 0; q < nq; q++) {                                                               \
                 VEC o[V];                                                                                \
                 TRANSPOSE(s + q * (V) * ssa + j * (SIZE), ssa, o);                                       \
-                _Pragma("GCC unroll 16") for (int k = 0; k < (V); k++)                                   \
-                    STREAM(d + (j + k) * dsb + q * 64, o[k]);                                            \
+                _Pragma("GCC unroll 16") for (int k = 0; k < (V); k++) {                                 \
+                    if (ob != NULL)                                                                      \
+                        memcpy(ob + k * 256 + q * 64, &o[k], 64);                                        \
+                    else                                                                                 \
+                        STREAM(d + (j + k) * dsb + q * 64, o[k]);                                        \
+                }                                                                                        \
             }                                                                                            \
+            if (ob != NULL)                                                                              \
+                for (int k = 0; k < (V); k++)                                                            \
+                    pl_stream_copy_avx512(d + (j + k) * dsb, ob + k * 256, nq * 64);                     \
         }                                                                                                \
     }                                                                                                    \
-    PL_AVX512 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    PL_AVX512 static inline __attribute__((always_inline)) void NAME##_body(                             \
+        const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb, char *ob)         \
     {                                                                                                    \
         enum { RUN = 256 / (SIZE), W = (WB) / (SIZE), PF_ROWS = RUN / (W / (V)) };             \
-        if ((((uintptr_t)dst) | (uintptr_t)dsb) & 63) {                                                  \
-            CACHED_TILE(src, ssa, dst, dsb, na, nb);                                                     \
-            return;                                                                                      \
-        }                                                                                                \
-        if (nb < (V)) { /* thinner than a block: else all by MOVE2D (1.2-2x slower, C=5-12) */         \
-            LINE_TILE(src, ssa, dst, dsb, na, nb);                                                       \
-            return;                                                                                      \
-        }                                                                                                \
         /* whole runs, then one shorter run of the whole lines left, then the rest */                \
         const int64_t nar = na / RUN * RUN, nbv = nb / (V) * (V);                                        \
         const int64_t nal = na - nar >= 2 * (V) ? na / (V) * (V) : nar;                                  \
@@ -1348,16 +1349,38 @@ PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream
                 const char *next = rows < RUN             ? NULL                                         \
                                    : j0 + 2 * W <= nb     ? s + (j0 + W) * (SIZE)                        \
                                    : i + 2 * RUN <= nar ? s + RUN * ssa : NULL;                          \
-                NAME##_runs(buf, WB, d + j0 * dsb, dsb, W, (int)(rows / (V)), next, ssa, PF_ROWS);       \
+                NAME##_runs(buf, WB, d + j0 * dsb, dsb, W, (int)(rows / (V)), next, ssa, PF_ROWS, ob);   \
             }                                                                                            \
-            NAME##_runs(s + j0 * (SIZE), ssa, d + j0 * dsb, dsb, nbv - j0, (int)(rows / (V)), NULL, 0, 0); \
+            NAME##_runs(s + j0 * (SIZE), ssa, d + j0 * dsb, dsb, nbv - j0, (int)(rows / (V)), NULL, 0, 0, ob); \
             if (nbv < nb && rows == RUN)                                                                 \
                 MOVE2D(s + nbv * (SIZE), ssa, SIZE, d + nbv * dsb, SIZE, dsb, RUN, nb - nbv);            \
             else if (nbv < nb)                                                                           \
                 CACHED_TILE(s + nbv * (SIZE), ssa, d + nbv * dsb, dsb, rows, nb - nbv);                  \
         }                                                                                                \
         if (nal < na)                                                                                    \
-            LINE_TILE(src + nal * ssa, ssa, dst + nal * (SIZE), dsb, na - nal, nb);                      \
+            (ob != NULL ? CACHED_TILE : LINE_TILE)(src + nal * ssa, ssa, dst + nal * (SIZE), dsb, na - nal, nb); \
+    }                                                                                                    \
+    PL_AVX512 static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    {                                                                                                    \
+        if ((((uintptr_t)dst) | (uintptr_t)dsb) & 63) {                                                  \
+            CACHED_TILE(src, ssa, dst, dsb, na, nb);                                                     \
+            return;                                                                                      \
+        }                                                                                                \
+        if (nb < (V)) { /* thinner than a block: else all by MOVE2D (1.2-2x slower, C=5-12) */         \
+            LINE_TILE(src, ssa, dst, dsb, na, nb);                                                       \
+            return;                                                                                      \
+        }                                                                                                \
+        NAME##_body(src, ssa, dst, dsb, na, nb, NULL);                                                   \
+    }                                                                                                    \
+    PL_AVX512 static void NAME##_off(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,   \
+                                     int64_t nb)                                                         \
+    {                                                                                                    \
+        if (nb < (V)) {                                                                                  \
+            CACHED_TILE(src, ssa, dst, dsb, na, nb);                                                     \
+            return;                                                                                      \
+        }                                                                                                \
+        _Alignas(64) char ob[(V) * 256];                                                                 \
+        NAME##_body(src, ssa, dst, dsb, na, nb, ob);                                                     \
     }
 
 PL_DEFINE_STREAM_RUNS_512(pl_stile4_avx512, 4, 16, 512, __m512, pl_t16x16_ps512, pl_stream_ps512, pl_stile4_avx2,
@@ -1370,7 +1393,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     PL_AVX2_TILES(pl_tile1_avx512, pl_tile2_avx512, pl_tile4_avx512),
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx512, [PL_SIZE8] = pl_wtile8_avx512},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx512_back, [PL_SIZE8] = pl_wtile8_avx512_back},
-    .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512},
+    .tile_runs = {[PL_SIZE1] = pl_rtile1_avx512, [PL_SIZE4] = pl_stile4_avx512_off, [PL_SIZE8] = pl_stile8_avx512_off},
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx512, [PL_SIZE2] = pl_g3tile2_avx512, [PL_SIZE4] = pl_g3tile4_avx512},
     .tile_split = {[PL_SIZE1] = pl_split1_avx512, [PL_SIZE2] = pl_split2_avx512, [PL_SIZE4] = pl_split4_avx512,
                    [PL_SIZE8] = pl_split8_avx512},

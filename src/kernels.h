@@ -125,9 +125,12 @@ typedef struct _pylayout_kernels {
      * SSE2 and AVX2 ones, which walk such tiles a line at a time) and fall
      * back to cached stores when dst or dsb is not 64-byte aligned. */
     _pylayout_tile_fn tile_stream[PL_NSIZES];
-    /* Cached-store tiles 256 bytes wide along i, for copies beyond the
-     * caches whose dst rows are not a whole number of lines apart (so
-     * their runs cannot stream); NULL: the cached tiles above. */
+    /* Tiles 256 bytes wide along i, for copies beyond the caches whose
+     * dst rows are not a whole number of lines apart, so that a run
+     * starts anywhere in a line: each run built in L1, then its whole
+     * lines streamed and its partial first and last lines stored (the 4-
+     * and 8-byte ones; the caller fences), or all of it stored (1-byte);
+     * NULL: the cached tiles above. */
     _pylayout_tile_fn tile_runs[PL_NSIZES];
     /* Cached-store tiles for dst rows that are dense, a whole number of
      * lines long, and all start the same whole number of elements before

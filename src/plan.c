@@ -1008,8 +1008,11 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
         p->ta = pl_max(1, (p->dsb > PL_STREAM_RUN_BYTES ? PL_STREAM_RUN_BYTES : PL_LINE_BYTES) / is);
         p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
     } else if (large && !lines && k->tile_runs[lg] != NULL && p->na * is >= PL_STREAM_RUN_BYTES) {
-        /* dst rows off their lines: 256-byte runs of each row, cached */
+        /* dst rows off their lines: 256-byte runs of each row, built in
+         * L1 with their whole lines streamed (4 and 8 bytes on AVX-512:
+         * see pl_stile4_avx512_off) or cached (1 byte) */
         p->tile = k->tile_runs[lg];
+        p->fence = k->fence;
         p->ta = PL_STREAM_RUN_BYTES / is;
         p->tb = pl_min(p->nb, PL_RUNS_DST_ROWS);
     } else if (large && k->stream_copy != NULL && p->ta == p->na && p->dsb == p->na * is &&

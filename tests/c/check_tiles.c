@@ -395,7 +395,9 @@ START_TEST(test_f32_streaming)
         transpose_case(1040, 1300, 4), /* 16 rows past the last run; 276-column second tile */
         transpose_case(1024, 1037, 4), /* whole runs; 13-column second tile */
         transpose_case(1088, 1031, 4),
-        transpose_case(1001, 1100, 4), /* dst rows not whole lines: cached tiles */
+        transpose_case(1001, 1100, 4), /* dst rows not whole lines: runs through a buffer, lines streamed */
+        transpose_case(1500, 900, 4),  /* 5.1 MiB, dst rows 6000 bytes apart: three lines' offsets */
+        transpose_case(70001, 15, 4),  /* dst rows off their lines, thinner than a block */
         transpose_case(1536, 500, 4),  /* 2.9 MiB, dst rows 3 x 2 KiB apart: streamed at 1 thread */
         transpose_case(2048, 333, 4),  /* 2.6 MiB, dst rows 8 KiB apart */
     };
@@ -411,7 +413,8 @@ START_TEST(test_f64_streaming)
         transpose_case(808, 700, 8), /* 8 rows past the last run; 188-column second tile */
         transpose_case(768, 780, 8),
         transpose_case(520, 1213, 8),
-        transpose_case(733, 800, 8), /* dst rows not whole lines */
+        transpose_case(733, 800, 8), /* dst rows not whole lines: runs through a buffer */
+        transpose_case(700, 900, 8),  /* 4.8 MiB, dst rows 5600 bytes apart */
         transpose_case(1024, 333, 8), /* 2.6 MiB, dst rows 8 KiB apart: streamed at 1 thread */
         transpose_case(300, 1024, 8), /* 2.3 MiB, src rows 8 KiB apart */
     };

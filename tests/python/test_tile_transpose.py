@@ -90,8 +90,12 @@ def run():
               # uint8 with dst rows off their lines: the same bands with cached
               # stores (tile_runs), several 1024-row tiles, rows past the last band
               ((1500, 3001), np.uint8, None), ((5, 700, 1300), np.uint8, (0, 2, 1)),
-              ((1300, 1040), np.float32, None), ((1100, 1001), np.float32, None),
+              ((1300, 1040), np.float32, None),
+              # float32 / float64 with dst rows off their lines: on AVX-512 the
+              # 256-byte runs through L1, their whole lines streamed (tile_runs)
+              ((1100, 1001), np.float32, None), ((900, 1500), np.float32, None),
               ((700, 808), np.float64, None), ((800, 733), np.float64, None),
+              ((900, 700), np.float64, None),
               # float32 / float64 with dst rows whole lines stream from 8 MiB
               # (plan.c's PL_STREAM_MIN_WIDE_BYTES); under it they stay cached
               ((1440, 1488), np.float32, None), ((1064, 1000), np.float64, None),
