@@ -451,6 +451,13 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case("2-D transpose 512x4096 uint8 (dst rows 4 KiB apart)",
                       lambda: torch.randint(0, 255, (4096, 512), dtype=torch.uint8).t(), pl.contiguous,
                       lambda x: x.contiguous(), np.ascontiguousarray))
+    # a matrix whose width is not a multiple of 16 floats, 34 MB: dst rows 12000
+    # bytes apart, every other one 32 bytes into a line, so its runs stream only
+    # their whole lines (plan.c's tile_runs, copy_x86.c's pl_stile4_avx512_off)
+    w = 3000 // s
+    cases.append(Case(f"2-D transpose {w}x{w} f32 (dst rows off their lines)",
+                      lambda w=w: torch.randn(w, w).t(), pl.contiguous, lambda x: x.contiguous(),
+                      np.ascontiguousarray))
     # 4-8 MB of float32 or float64, dst rows whole lines and not a power of two
     # apart: cached tiles, source and result in L3 (plan.c's PL_STREAM_MIN_WIDE_BYTES)
     for k, dt in ((1200, torch.float32), (800, torch.float64)):
