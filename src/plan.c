@@ -196,6 +196,7 @@ typedef struct pl_plan {
     _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE when each unit's dst is one block; ROWS: pl_rows_stream */
     int64_t pf_dist;                      /* stream_out, ROWS: src bytes ahead to prefetch each row, or 0 */
     int64_t pf_dst;                       /* stream_out transposes: dst bytes ahead of the next block, or 0 */
+    bool stream_runs;                     /* stream_out transposes: each dst row's run streamed on its own */
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
     _pylayout_group_stream_fn group_stream; /* TRANSPOSE of groups (itemsize > 16) */
     int64_t planes;                       /* TRANSPOSE of groups of this many elements: pl_run_planes */
@@ -447,6 +448,20 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         }
         if (p->group_stream != NULL) {
             p->group_stream(s, p->ssa, d, p->dsb, na, nb, (int64_t)p->itemsize);
+            return;
+        }
+        if (p->stream_runs) {
+            /* runs of dst rows off their lines (pl_choose_transpose): as
+             * many as fill the buffer built in L1 by the cached tile, then
+             * streamed row by row */
+            _Alignas(PL_LINE_BYTES) char buf[PL_STREAM_BUFFER_BYTES];
+            const int64_t run = na * (int64_t)p->itemsize, rows = PL_STREAM_BUFFER_BYTES / run;
+            for (int64_t j0 = 0; j0 < nb; j0 += rows) {
+                const int64_t m = pl_min(rows, nb - j0);
+                p->tile(s + j0 * p->ssb, p->ssa, buf, run, na, m);
+                for (int64_t j = 0; j < m; j++)
+                    p->stream_out(d + (j0 + j) * p->dsb, buf + j * run, run);
+            }
             return;
         }
         if (p->stream_out != NULL) {
@@ -1015,6 +1030,32 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
         p->fence = k->fence;
         p->ta = PL_STREAM_RUN_BYTES / is;
         p->tb = pl_min(p->nb, PL_RUNS_DST_ROWS);
+    } else if (large && !lines && is >= 2 && is <= 8 && p->tile != NULL && k->stream_copy != NULL &&
+               p->na * is >= PL_STREAM_RUN_BYTES) {
+        /* Transposes past the streaming threshold whose dst rows are off
+         * their lines (not a whole number of lines apart), with no tile_runs
+         * kernel for their element size (2 bytes; 4 and 8 below AVX-512),
+         * take units of 256-byte dst runs by a page of src: each unit's runs
+         * are built in an L1 buffer by the cached tile, 64 at a time, then
+         * streamed row by row (stream_copy: whole lines streamed, the
+         * partial first and last stored).  Torch tensors (n, n) read
+         * transposed, pl.copy_into, best of 5, us, the cached 64 x 64 tiles
+         * / these, two rounds, on the 2-core Intel Xeon dev VM:
+         * PYLAYOUT_SIMD=avx2 float32 n=3000 11733-11952 / 8007-8691, 2
+         * threads 3073-4111 / 2365-2405, n=2500 3670-7094 / 3001-3231;
+         * float64 n=2500 19947-20191 / 11911-12267; bfloat16 n=3000
+         * 3718-3888 / 2251-2354; sse2 float32 n=3000 14230 / 8830; avx512
+         * bfloat16 n=3000 3634-3710 / 2857-3203, float16 1500 x 3000
+         * 1697-1738 / 1491-1508.  Runs of 512 bytes were level.  Not for
+         * 1- or 16-byte elements, which it made slower (uint8 3001 x 3000
+         * on AVX2 1223 / 1419; complex128 n=1501 7693-8511 / 9729-10070);
+         * not in place of the AVX-512 float kernels (float32 n=3000: 9-10
+         * ms this way, 6.4 there). */
+        p->stream_out = k->stream_copy;
+        p->stream_runs = true;
+        p->fence = k->fence;
+        p->ta = PL_STREAM_RUN_BYTES / is;
+        p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
     } else if (large && k->stream_copy != NULL && p->ta == p->na && p->dsb == p->na * is &&
                p->ta * p->tb * is <= PL_STREAM_BUFFER_BYTES) {
         p->stream_out = k->stream_copy;

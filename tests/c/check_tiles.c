@@ -423,6 +423,22 @@ START_TEST(test_f64_streaming)
 }
 END_TEST
 
+/* 2-byte transposes above PL_STREAM_MIN_BYTES whose dst rows are not whole
+ * lines apart: 256-byte runs built in L1 by the cached tile, then streamed
+ * row by row (plan.c's stream_runs), on every SIMD path; ragged edges, a
+ * second page-wide tile along b, dst on a line and off it by bytes. */
+START_TEST(test_f16_streaming_off_lines)
+{
+    static const size_t offs[] = {0, 0, 2, 16, 1, 62};
+    const copy_case cases[] = {
+        transpose_case(1501, 1503, 2), /* 4.3 MiB, dst rows 3002 bytes apart */
+        transpose_case(1100, 2500, 2), /* dst rows 2200 bytes apart, 2500 dst rows */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 3};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Transposes of groups above PL_STREAM_MIN_BYTES: a last dim contiguous in
  * both, of 32 bytes or more and a multiple of 16, whose rows lie far apart
  * in src (plan.c's pl_group_streams, the group_stream kernels): groups of
@@ -570,6 +586,7 @@ static Suite *tiles_suite(void)
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
         TCASE("wrapped", TEST(test_wrapped)),
         TCASE("f64", TEST(test_f64_streaming)),
+        TCASE("f16", TEST(test_f16_streaming_off_lines)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes)),
     };
