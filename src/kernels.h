@@ -57,6 +57,12 @@ typedef void (*_pylayout_tile_split_fn)(const char *src, int64_t ssa, char *dst,
  * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
 typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
 
+/* A strided-row kernel for larger steps: dst[i * itemsize] =
+ * src[i * k * itemsize] for i < n, 3 <= k <= 8 (x[..., ::k]: one channel of
+ * an interleaved image, one coordinate of (N, 3) points).  Reads only
+ * bytes inside the span from the first element copied to the last. */
+typedef void (*_pylayout_gatherk_fn)(const char *src, char *dst, int64_t n, int k);
+
 /* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
@@ -153,6 +159,8 @@ typedef struct _pylayout_kernels {
     _pylayout_tile_split_fn tile_split[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
+    /* Step-k gathers, 3 <= k <= 8, per element size. */
+    _pylayout_gatherk_fn gatherk[PL_NSIZES];
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
     /* Packed groups of 16 bytes or less, each reversed. */
@@ -210,6 +218,15 @@ void _pylayout_pack4_avx2_stream(char *z, char *re, char *im, int64_t k0, int64_
 void _pylayout_unpack4_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_pack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_unpack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
+
+/* gather_x86.c: step-k gathers, 3 <= k <= 8, with AVX2 and AVX-512. */
+void _pylayout_gatherk1_avx2(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk2_avx2(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk4_avx2(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk8_avx2(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk2_avx512(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk4_avx512(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk8_avx512(const char *src, char *dst, int64_t n, int k);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

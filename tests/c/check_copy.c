@@ -398,6 +398,54 @@ static void step2_cases(void)
 START_TEST(test_step2) { check_both_thread_counts(step2_cases); }
 END_TEST
 
+/* ------------------------------------------------------ step-k sources */
+
+/* x[..., ::k], 3 <= k <= 9, into a dense dst: the step-k gather kernels
+ * (gather_x86.c; k = 9 takes the 2-D loop), every element size, lengths
+ * around each kernel's vector width, src and dst misaligned, 2-D rows that
+ * fuse into one and rows that do not.  Each src buffer ends at the last
+ * byte of its last element, so a kernel that loads past it is caught by
+ * valgrind and AddressSanitizer, which run this suite. */
+static void stepk_case(int ndim, const int64_t *shape, int k, int64_t row_pad, size_t is, size_t mis, unsigned *seed)
+{
+    const int64_t n = shape[ndim - 1], rows = ndim == 2 ? shape[0] : 1;
+    const int64_t row = (n - 1) * k + 1 + row_pad; /* elements from one src row's start to the next's */
+    const int64_t sstrides[2] = {ndim == 2 ? row : k, k};
+    const size_t span = (size_t)((rows - 1) * row + (n - 1) * k + 1) * is, off = mis * (is > 1 ? is / 2 : 1);
+    unsigned char *buf = malloc(off + span);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < off + span; i++)
+        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    const DLTensor src = dl_make(buf, ndim, shape, ndim == 2 ? sstrides : sstrides + 1, dtype_of_size(is), off);
+    tens d;
+    tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, mis * is, SENTINEL, seed);
+    check_against_ref(&src, &d);
+    tens_free(&d);
+    free(buf);
+}
+
+static void stepk_cases(void)
+{
+    unsigned seed = 977;
+    static const int64_t lens[] = {1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1031};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (int k = 3; k <= 9; k++)
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+                for (size_t mis = 0; mis < 2; mis++) {
+                    const int64_t shape1[1] = {lens[li]}, shape2[2] = {3, lens[li]};
+                    stepk_case(1, shape1, k, 0, is, mis, &seed);
+                    stepk_case(2, shape2, k, k - 1, is, mis, &seed); /* rows fuse: one row of 3n */
+                    stepk_case(2, shape2, k, 1, is, mis, &seed);
+                }
+    /* 0.5 to 4 MiB of dst: the threads split the rows */
+    const int64_t big[2] = {64, 8191};
+    for (size_t is = 1; is <= 8; is *= 2)
+        stepk_case(2, big, 3 + (int)is % 5, 3, is, 1, &seed);
+}
+
+START_TEST(test_stepk) { check_both_thread_counts(stepk_cases); }
+END_TEST
+
 /* ------------------------------------------------------- permutations */
 
 static int next_perm(int *p, int n)
@@ -1106,6 +1154,7 @@ static Suite *copy_suite(void)
         TCASE("permutations", TEST(test_permutations_3d_4d), TEST(test_permutations_6d)),
         TCASE("broadcast", TEST(test_broadcast), TEST(test_broadcast_rows)),
         TCASE("step2", TEST(test_step2)),
+        TCASE("stepk", TEST(test_stepk)),
         TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows)),
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),
