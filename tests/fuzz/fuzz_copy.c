@@ -1196,6 +1196,52 @@ static void op_big_permute(reader *r)
     free(dbuf);
 }
 
+/* Large inputs only: x[..., ::k] (k = 2 to 9) of rows into a dense dst of
+ * 256 KiB - 8 MiB, so that the step-2 and step-k gathers (copy_x86.c,
+ * gather_x86.c) run where they stream and go parallel.  src ends exactly
+ * at its last element (a kernel that loads past it is caught by ASan) and
+ * starts at a fuzzed byte offset; its rows are a fuzzed number of elements
+ * apart past their last one (0: rows that fuse into one).  dst's slack
+ * holds a sentinel.  Every element and every slack byte is checked. */
+static void op_big_gather(reader *r)
+{
+    const size_t is = (size_t)1 << (u8(r) % 4);
+    const int64_t k = 2 + u8(r) % 8, rows = 1 + u8(r) % 64, pad = u8(r) % 4;
+    const int64_t bytes_target = ((int64_t)256 << 10) + ((int64_t)u8(r) << 15); /* 256 KiB - 8.2 MiB */
+    const int64_t n = bytes_target / (int64_t)is / rows; /* 512 or more */
+    int64_t shape[2] = {rows, n}, sstr[2] = {(n - 1) * k + 1 + pad, k}, dstr[2] = {n, 1};
+    const size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
+    const size_t sbytes = (size_t)((rows - 1) * sstr[0] + (n - 1) * k + 1) * is, dbytes = (size_t)(rows * n) * is;
+    uint8_t *sbuf = malloc(soff + sbytes), *dbuf = malloc(doff + dbytes + 64);
+    CHECK(sbuf && dbuf, "out of memory");
+    for (size_t i = 0; i + 8 <= soff + sbytes; i += 8) {
+        uint64_t w = (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
+        memcpy(sbuf + i, &w, 8);
+    }
+    for (size_t i = (soff + sbytes) / 8 * 8; i < soff + sbytes; i++)
+        sbuf[i] = (uint8_t)i;
+    memset(dbuf, 0xA5, doff + dbytes + 64);
+    static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    const DLDataType dt = dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
+    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = 2, .dtype = dt, .shape = shape,
+                    .strides = sstr, .byte_offset = soff};
+    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 2, .dtype = dt, .shape = shape,
+                    .strides = dstr, .byte_offset = doff};
+    pylayout_status st = pylayout_copy(&src, &dst);
+    CHECK(st == PYLAYOUT_OK, "big gather failed: %d", (int)st);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++)
+            CHECK(memcmp(dbuf + doff + (size_t)(i * n + j) * is, sbuf + soff + (size_t)(i * sstr[0] + j * k) * is,
+                         is) == 0,
+                  "big gather (step %lld): element %lld, %lld differs", (long long)k, (long long)i, (long long)j);
+    for (size_t i = 0; i < doff; i++)
+        CHECK(dbuf[i] == 0xA5, "big gather wrote before dst");
+    for (size_t i = doff + dbytes; i < doff + dbytes + 64; i++)
+        CHECK(dbuf[i] == 0xA5, "big gather wrote past dst");
+    free(sbuf);
+    free(dbuf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
@@ -1214,7 +1260,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         op_copy(&r);
         break;
-    case 1: case 2:
+    case 1:
+        if (LARGE && (op & 0x08)) { /* 0xf9 */
+            op_big_gather(&r);
+            break;
+        }
+        op_copy(&r);
+        break;
+    case 2:
         op_copy(&r);
         break;
     case 3:
