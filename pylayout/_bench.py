@@ -522,6 +522,17 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"sliced input [..., ::2] f32 {shp}",
                       lambda shp=shp: torch.randn(*shp)[..., ::2],
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # one channel of an interleaved image, one coordinate of points: steps of
+    # 3 and 4 elements (gather_x86.c's shuffles of k loads a vector)
+    h, w = 1080 // s, 1920 // s
+    for c in (3, 4):
+        cases.append(Case(f"image channel img[..., 0] ({h}, {w}, {c}) uint8 (step {c})",
+                          lambda h=h, w=w, c=c: torch.randint(0, 256, (h, w, c), dtype=torch.uint8)[..., 0],
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    npts = (1 << 22) // s
+    cases.append(Case(f"point coordinate pts[:, 0] ({npts}, 3) f32 (step 3)",
+                      lambda npts=npts: torch.randn(npts, 3)[:, 0],
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     n = 4096 // s
     cases.append(Case(f"identity copy {n}x{n} f32 (memcpy path)",
                       lambda n=n: torch.randn(n, n), lambda x: pl.from_dlpack(x, copy=True),
