@@ -28,6 +28,8 @@ unsigned _pylayout_cpu_features(void)
         f |= PL_CPU_AVX512F;
     if (__builtin_cpu_supports("avx512bw"))
         f |= PL_CPU_AVX512BW;
+    if (__builtin_cpu_supports("avx512vbmi"))
+        f |= PL_CPU_AVX512VBMI;
 #endif
     return f;
 }

@@ -12,6 +12,7 @@ enum {
     PL_CPU_AVX2 = 1u << 0,
     PL_CPU_AVX512F = 1u << 1,
     PL_CPU_AVX512BW = 1u << 2,
+    PL_CPU_AVX512VBMI = 1u << 3, /* byte permutes: gather_x86.c's 1-byte kernel of the AVX-512 table */
 };
 
 /* The PL_CPU_* bits this CPU (and its OS) supports; 0 off x86-64. */

@@ -15,8 +15,9 @@
  *  - AVX-512 (F + BW), 2-, 4- and 8-byte elements: 64 bytes from k
  *    64-byte loads, each through one masked permute (vpermw / vpermd /
  *    vpermq); the last step's loads and store are masked, so no element
- *    goes one by one.  The 1-byte kernel stays the AVX2 one (vpermb is
- *    VBMI, which the AVX-512 table does not require).
+ *    goes one by one.  1-byte elements the same way with vpermb where the
+ *    CPU has AVX-512 VBMI (asked once, at the first call: the AVX-512
+ *    table does not require it), else with the AVX2 kernel.
  * Dst element j is src element j * k, and the elements of dst a vector
  * takes from load m are a contiguous range of j; the permute index of lane
  * j is (j * k) mod (lanes per vector), whatever m.
@@ -27,9 +28,11 @@
  * Compiled with per-function target attributes; copy_x86.c puts the
  * kernels in the AVX2 and AVX-512 tables.
  */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu_features.h"
 #include "kernels.h"
 
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
@@ -38,6 +41,7 @@
 
 #define PL_AVX2 __attribute__((target("avx2")))
 #define PL_AVX512 __attribute__((target("avx512f,avx512bw")))
+#define PL_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 #define PL_INLINE static inline __attribute__((always_inline))
 
 /* --------------------------------------------- 16-byte steps, 1 and 2 bytes */
@@ -155,10 +159,11 @@ PL_AVX512 PL_INLINE __m512i pl_gk64_index(const int K, const int E)
                             _mm512_set1_epi64(7));
 }
 
-/* Lanes [lo, hi) of a mask (hi <= 32). */
+/* Lanes [lo, hi) of a mask, 0 <= lo <= hi <= 64. */
 PL_INLINE uint64_t pl_lanes(int64_t lo, int64_t hi)
 {
-    return (((uint64_t)1 << hi) - 1) & ~(((uint64_t)1 << lo) - 1);
+    const uint64_t below_hi = hi >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << hi) - 1;
+    return lo >= 64 ? 0 : below_hi & ~(((uint64_t)1 << lo) - 1);
 }
 
 PL_AVX512 PL_INLINE __m512i pl_gk64_load(uint64_t m, const char *p, const int E)
@@ -191,30 +196,67 @@ PL_AVX512 PL_INLINE void pl_gk64_store(char *p, uint64_t m, __m512i v, const int
         _mm512_mask_storeu_epi64(p, (__mmask8)m, v);
 }
 
-PL_AVX512 PL_INLINE void pl_gk64(const char *src, char *dst, int64_t n, const int K, const int E)
-{
-    const int64_t W = 64 / E; /* lanes */
-    const __m512i idx = pl_gk64_index(K, E);
-    uint64_t sel[8]; /* the lanes load m fills: j with m * W <= j * K < (m + 1) * W */
-    for (int m = 0; m < K; m++)
-        sel[m] = pl_lanes((m * W + K - 1) / K, ((m + 1) * W + K - 1) / K);
-    int64_t i = 0;
-    for (; i + W < n; i += W) {
-        const char *s = src + i * K * E;
-        __m512i v = pl_gk64_permute_all(idx, _mm512_loadu_si512(s), E);
-        for (int m = 1; m < K; m++)
-            v = pl_gk64_permute(v, sel[m], idx, _mm512_loadu_si512(s + 64 * m), E);
-        _mm512_storeu_si512(dst + i * E, v);
-    }
-    if (i < n) { /* the last 1 to W elements: masked loads of the src elements up to the last */
-        const char *s = src + i * K * E;
-        const int64_t rem = n - i, need = (rem - 1) * K + 1;
-        __m512i v = _mm512_setzero_si512();
-        for (int m = 0; m < K && need > m * W; m++)
-            v = pl_gk64_permute(v, sel[m], idx, pl_gk64_load(pl_lanes(0, need - m * W < W ? need - m * W : W), s + 64 * m, E), E);
-        pl_gk64_store(dst + i * E, pl_lanes(0, rem), v, E);
-    }
+/* A step-k gather on 64-byte vectors with the helpers PFX##_index, _load,
+ * _permute, _permute_all and _store (target ATTR). */
+#define PL_DEFINE_GK64(NAME, ATTR, PFX)                                                                 \
+ATTR PL_INLINE void NAME(const char *src, char *dst, int64_t n, const int K, const int E)               \
+{                                                                                                       \
+    const int64_t W = 64 / E; /* lanes */                                                               \
+    const __m512i idx = PFX##_index(K, E);                                                              \
+    uint64_t sel[8]; /* the lanes load m fills: j with m * W <= j * K < (m + 1) * W */                  \
+    for (int m = 0; m < K; m++)                                                                         \
+        sel[m] = pl_lanes((m * W + K - 1) / K, ((m + 1) * W + K - 1) / K);                              \
+    int64_t i = 0;                                                                                      \
+    for (; i + W < n; i += W) {                                                                         \
+        const char *s = src + i * K * E;                                                                \
+        __m512i v = PFX##_permute_all(idx, _mm512_loadu_si512(s), E);                                   \
+        for (int m = 1; m < K; m++)                                                                     \
+            v = PFX##_permute(v, sel[m], idx, _mm512_loadu_si512(s + 64 * m), E);                       \
+        _mm512_storeu_si512(dst + i * E, v);                                                            \
+    }                                                                                                   \
+    if (i < n) { /* the last 1 to W elements: masked loads of the src elements up to the last */        \
+        const char *s = src + i * K * E;                                                                \
+        const int64_t rem = n - i, need = (rem - 1) * K + 1;                                            \
+        __m512i v = _mm512_setzero_si512();                                                             \
+        for (int m = 0; m < K && need > m * W; m++) {                                                   \
+            const int64_t last = need - m * W < W ? need - m * W : W; /* lanes of load m */             \
+            v = PFX##_permute(v, sel[m], idx, PFX##_load(pl_lanes(0, last), s + 64 * m, E), E);         \
+        }                                                                                               \
+        PFX##_store(dst + i * E, pl_lanes(0, rem), v, E);                                               \
+    }                                                                                                   \
 }
+
+/* The same for bytes: vpermb is AVX-512 VBMI (Ice Lake, Zen 4 and later). */
+PL_VBMI PL_INLINE __m512i pl_gk64b_index(const int K, const int E)
+{
+    (void)E; /* bytes 2t and 2t + 1 of each 16-bit lane t */
+    const __m512i even = _mm512_mullo_epi16(_mm512_loadu_si512(pl_iota16), _mm512_set1_epi16((short)(2 * K)));
+    const __m512i odd = _mm512_add_epi16(even, _mm512_set1_epi16((short)K)), m = _mm512_set1_epi16(63);
+    return _mm512_or_si512(_mm512_and_si512(even, m), _mm512_slli_epi16(_mm512_and_si512(odd, m), 8));
+}
+PL_VBMI PL_INLINE __m512i pl_gk64b_load(uint64_t m, const char *p, const int E)
+{
+    (void)E;
+    return _mm512_maskz_loadu_epi8((__mmask64)m, p);
+}
+PL_VBMI PL_INLINE __m512i pl_gk64b_permute(__m512i v, uint64_t m, __m512i idx, __m512i x, const int E)
+{
+    (void)E;
+    return _mm512_mask_permutexvar_epi8(v, (__mmask64)m, idx, x);
+}
+PL_VBMI PL_INLINE __m512i pl_gk64b_permute_all(__m512i idx, __m512i x, const int E)
+{
+    (void)E;
+    return _mm512_permutexvar_epi8(idx, x);
+}
+PL_VBMI PL_INLINE void pl_gk64b_store(char *p, uint64_t m, __m512i v, const int E)
+{
+    (void)E;
+    _mm512_mask_storeu_epi8(p, (__mmask64)m, v);
+}
+
+PL_DEFINE_GK64(pl_gk64, PL_AVX512, pl_gk64)
+PL_DEFINE_GK64(pl_gk64b, PL_VBMI, pl_gk64b)
 
 /* ------------------------------------------------------------- entry points */
 
@@ -235,9 +277,26 @@ PL_GK_ENTRY(_pylayout_gatherk1_avx2, PL_AVX2, pl_gk16, 1)
 PL_GK_ENTRY(_pylayout_gatherk2_avx2, PL_AVX2, pl_gk16, 2)
 PL_GK_ENTRY(_pylayout_gatherk4_avx2, PL_AVX2, pl_gk32, 4)
 PL_GK_ENTRY(_pylayout_gatherk8_avx2, PL_AVX2, pl_gk32, 8)
+PL_GK_ENTRY(pl_gatherk1_vbmi, PL_VBMI static, pl_gk64b, 1)
 PL_GK_ENTRY(_pylayout_gatherk2_avx512, PL_AVX512, pl_gk64, 2)
 PL_GK_ENTRY(_pylayout_gatherk4_avx512, PL_AVX512, pl_gk64, 4)
 PL_GK_ENTRY(_pylayout_gatherk8_avx512, PL_AVX512, pl_gk64, 8)
+
+/* The AVX-512 table's 1-byte kernel: vpermb where the CPU has VBMI, else
+ * the AVX2 one.  (256,256,k)[..., 0] uint8, 1 thread, in L2 on the Intel
+ * Xeon dev VM, GB/s of dst, AVX2 / VBMI: k = 3 15.8 / 17.8, k = 4 12.3 /
+ * 16.5, k = 8 7.2 / 11.2; level from L3 and memory. */
+static _Atomic int pl_has_vbmi = -1;
+
+void _pylayout_gatherk1_avx512(const char *src, char *dst, int64_t n, int k)
+{
+    int vbmi = atomic_load_explicit(&pl_has_vbmi, memory_order_relaxed);
+    if (vbmi < 0) { /* racing first calls all read the same answer */
+        vbmi = (_pylayout_cpu_features() & PL_CPU_AVX512VBMI) != 0;
+        atomic_store_explicit(&pl_has_vbmi, vbmi, memory_order_relaxed);
+    }
+    (vbmi ? pl_gatherk1_vbmi : _pylayout_gatherk1_avx2)(src, dst, n, k);
+}
 
 #else
 

@@ -224,6 +224,7 @@ void _pylayout_gatherk1_avx2(const char *src, char *dst, int64_t n, int k);
 void _pylayout_gatherk2_avx2(const char *src, char *dst, int64_t n, int k);
 void _pylayout_gatherk4_avx2(const char *src, char *dst, int64_t n, int k);
 void _pylayout_gatherk8_avx2(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk1_avx512(const char *src, char *dst, int64_t n, int k);
 void _pylayout_gatherk2_avx512(const char *src, char *dst, int64_t n, int k);
 void _pylayout_gatherk4_avx512(const char *src, char *dst, int64_t n, int k);
 void _pylayout_gatherk8_avx512(const char *src, char *dst, int64_t n, int k);
