@@ -1089,6 +1089,35 @@ static void op_queries(reader *r)
     ft_free(&x);
 }
 
+/* The large operations' source bytes: a pattern, written a word at a time
+ * (ASan checks each access). */
+static void big_fill(uint8_t *buf, size_t n)
+{
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t w = (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
+        memcpy(buf + i, &w, 8);
+    }
+    for (size_t i = n / 8 * 8; i < n; i++)
+        buf[i] = (uint8_t)i;
+}
+
+/* The large operations' element type of `is` bytes. */
+static DLDataType big_dtype(size_t is)
+{
+    static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
+    return dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
+}
+
+/* The sentinel 0xA5 still in the doff bytes before a large operation's dst
+ * and the 64 after its `bytes`. */
+static void big_check_slack(const uint8_t *dbuf, size_t doff, size_t bytes, const char *what)
+{
+    for (size_t i = 0; i < doff; i++)
+        CHECK(dbuf[i] == 0xA5, "%s wrote before dst", what);
+    for (size_t i = doff + bytes; i < doff + bytes + 64; i++)
+        CHECK(dbuf[i] == 0xA5, "%s wrote past dst", what);
+}
+
 /* Large inputs only: a dense permute of a big tensor (4-12 MiB, or 256 KiB-2 MiB), so that
  * every kernel family runs at the sizes where it streams and goes parallel
  * tile transposes, thin (2-8 element) interleaves, row copies, transposes of
@@ -1158,14 +1187,8 @@ static void op_big_permute(reader *r)
     size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is, bytes = (size_t)numel * is;
     uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
     CHECK(sbuf && dbuf, "out of memory");
-    for (size_t i = 0; i + 8 <= soff + bytes; i += 8) { /* a word at a time: ASan checks each access */
-        uint64_t w = (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
-        memcpy(sbuf + i, &w, 8);
-    }
-    for (size_t i = (soff + bytes) / 8 * 8; i < soff + bytes; i++)
-        sbuf[i] = (uint8_t)i;
-    static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
-    DLDataType dt = dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
+    big_fill(sbuf, soff + bytes);
+    const DLDataType dt = big_dtype(is);
     DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
                     .strides = sstr, .byte_offset = soff};
     DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
@@ -1187,10 +1210,7 @@ static void op_big_permute(reader *r)
             CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
                   "big permute (copy %d): element %lld differs", k, (long long)dof);
         } while (next_index(ndim, shape, idx));
-        for (size_t i = 0; i < doff; i++)
-            CHECK(dbuf[i] == 0xA5, "big permute wrote before dst");
-        for (size_t i = doff + bytes; i < doff + bytes + 64; i++)
-            CHECK(dbuf[i] == 0xA5, "big permute wrote past dst");
+        big_check_slack(dbuf, doff, bytes, "big permute");
     }
     free(sbuf);
     free(dbuf);
@@ -1214,15 +1234,9 @@ static void op_big_gather(reader *r)
     const size_t sbytes = (size_t)((rows - 1) * sstr[0] + (n - 1) * k + 1) * is, dbytes = (size_t)(rows * n) * is;
     uint8_t *sbuf = malloc(soff + sbytes), *dbuf = malloc(doff + dbytes + 64);
     CHECK(sbuf && dbuf, "out of memory");
-    for (size_t i = 0; i + 8 <= soff + sbytes; i += 8) {
-        uint64_t w = (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
-        memcpy(sbuf + i, &w, 8);
-    }
-    for (size_t i = (soff + sbytes) / 8 * 8; i < soff + sbytes; i++)
-        sbuf[i] = (uint8_t)i;
+    big_fill(sbuf, soff + sbytes);
     memset(dbuf, 0xA5, doff + dbytes + 64);
-    static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
-    const DLDataType dt = dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
+    const DLDataType dt = big_dtype(is);
     DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = 2, .dtype = dt, .shape = shape,
                     .strides = sstr, .byte_offset = soff};
     DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 2, .dtype = dt, .shape = shape,
@@ -1234,10 +1248,7 @@ static void op_big_gather(reader *r)
             CHECK(memcmp(dbuf + doff + (size_t)(i * n + j) * is, sbuf + soff + (size_t)(i * sstr[0] + j * k) * is,
                          is) == 0,
                   "big gather (step %lld): element %lld, %lld differs", (long long)k, (long long)i, (long long)j);
-    for (size_t i = 0; i < doff; i++)
-        CHECK(dbuf[i] == 0xA5, "big gather wrote before dst");
-    for (size_t i = doff + dbytes; i < doff + dbytes + 64; i++)
-        CHECK(dbuf[i] == 0xA5, "big gather wrote past dst");
+    big_check_slack(dbuf, doff, dbytes, "big gather");
     free(sbuf);
     free(dbuf);
 }
