@@ -28,6 +28,7 @@
  * Compiled with per-function target attributes; copy_x86.c puts the
  * kernels in the AVX2 and AVX-512 tables.
  */
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -68,23 +69,26 @@ static _Alignas(16) const uint8_t pl_gk_ctl[2][6][8][16] = {
 
 PL_INLINE __m128i pl_ld16(const char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
 
-PL_AVX2 PL_INLINE void pl_gk16(const char *src, char *dst, int64_t n, const int K, const int E)
+PL_AVX2 PL_INLINE void pl_gk16(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows,
+                                const int K, const int E)
 {
     const int64_t per = 16 / E;
     const uint8_t(*ctl)[16] = pl_gk_ctl[E == 1 ? 0 : 1][K - 3];
     __m128i c[8];
     for (int m = 0; m < K; m++)
         c[m] = _mm_load_si128((const __m128i *)(const void *)ctl[m]);
-    int64_t i = 0;
-    for (; i + per < n; i += per) {
-        const char *s = src + i * K * E;
-        __m128i v = _mm_shuffle_epi8(pl_ld16(s), c[0]);
-        for (int m = 1; m < K; m++)
-            v = _mm_or_si128(v, _mm_shuffle_epi8(pl_ld16(s + 16 * m), c[m]));
-        _mm_storeu_si128((__m128i *)(void *)(dst + i * E), v);
+    for (int64_t r = 0; r < rows; r++, src += ssb, dst += dsb) {
+        int64_t i = 0;
+        for (; i + per < n; i += per) {
+            const char *s = src + i * K * E;
+            __m128i v = _mm_shuffle_epi8(pl_ld16(s), c[0]);
+            for (int m = 1; m < K; m++)
+                v = _mm_or_si128(v, _mm_shuffle_epi8(pl_ld16(s + 16 * m), c[m]));
+            _mm_storeu_si128((__m128i *)(void *)(dst + i * E), v);
+        }
+        for (; i < n; i++)
+            memcpy(dst + i * E, src + i * K * E, (size_t)E);
     }
-    for (; i < n; i++)
-        memcpy(dst + i * E, src + i * K * E, (size_t)E);
 }
 
 /* --------------------------------------------- 32-byte steps, 4 and 8 bytes */
@@ -119,7 +123,8 @@ static _Alignas(32) const int32_t pl_gk8_sel[2][6][8][8] = {
 
 PL_AVX2 PL_INLINE __m256i pl_ld32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
-PL_AVX2 PL_INLINE void pl_gk32(const char *src, char *dst, int64_t n, const int K, const int E)
+PL_AVX2 PL_INLINE void pl_gk32(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows,
+                                const int K, const int E)
 {
     const int64_t per = 32 / E;
     const int z = E == 4 ? 0 : 1;
@@ -127,16 +132,18 @@ PL_AVX2 PL_INLINE void pl_gk32(const char *src, char *dst, int64_t n, const int 
     __m256i sel[8];
     for (int m = 1; m < K; m++)
         sel[m] = pl_ld32(pl_gk8_sel[z][K - 3][m]);
-    int64_t i = 0;
-    for (; i + per < n; i += per) {
-        const char *s = src + i * K * E;
-        __m256i v = _mm256_permutevar8x32_epi32(pl_ld32(s), idx);
-        for (int m = 1; m < K; m++)
-            v = _mm256_blendv_epi8(v, _mm256_permutevar8x32_epi32(pl_ld32(s + 32 * m), idx), sel[m]);
-        _mm256_storeu_si256((__m256i *)(void *)(dst + i * E), v);
+    for (int64_t r = 0; r < rows; r++, src += ssb, dst += dsb) {
+        int64_t i = 0;
+        for (; i + per < n; i += per) {
+            const char *s = src + i * K * E;
+            __m256i v = _mm256_permutevar8x32_epi32(pl_ld32(s), idx);
+            for (int m = 1; m < K; m++)
+                v = _mm256_blendv_epi8(v, _mm256_permutevar8x32_epi32(pl_ld32(s + 32 * m), idx), sel[m]);
+            _mm256_storeu_si256((__m256i *)(void *)(dst + i * E), v);
+        }
+        for (; i < n; i++)
+            memcpy(dst + i * E, src + i * K * E, (size_t)E);
     }
-    for (; i < n; i++)
-        memcpy(dst + i * E, src + i * K * E, (size_t)E);
 }
 
 /* ---------------------------------------------------------- AVX-512 steps */
@@ -199,30 +206,33 @@ PL_AVX512 PL_INLINE void pl_gk64_store(char *p, uint64_t m, __m512i v, const int
 /* A step-k gather on 64-byte vectors with the helpers PFX##_index, _load,
  * _permute, _permute_all and _store (target ATTR). */
 #define PL_DEFINE_GK64(NAME, ATTR, PFX)                                                                 \
-ATTR PL_INLINE void NAME(const char *src, char *dst, int64_t n, const int K, const int E)               \
+ATTR PL_INLINE void NAME(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, \
+                        const int K, const int E)                                                       \
 {                                                                                                       \
     const int64_t W = 64 / E; /* lanes */                                                               \
     const __m512i idx = PFX##_index(K, E);                                                              \
     uint64_t sel[8]; /* the lanes load m fills: j with m * W <= j * K < (m + 1) * W */                  \
     for (int m = 0; m < K; m++)                                                                         \
         sel[m] = pl_lanes((m * W + K - 1) / K, ((m + 1) * W + K - 1) / K);                              \
-    int64_t i = 0;                                                                                      \
-    for (; i + W < n; i += W) {                                                                         \
-        const char *s = src + i * K * E;                                                                \
-        __m512i v = PFX##_permute_all(idx, _mm512_loadu_si512(s), E);                                   \
-        for (int m = 1; m < K; m++)                                                                     \
-            v = PFX##_permute(v, sel[m], idx, _mm512_loadu_si512(s + 64 * m), E);                       \
-        _mm512_storeu_si512(dst + i * E, v);                                                            \
-    }                                                                                                   \
-    if (i < n) { /* the last 1 to W elements: masked loads of the src elements up to the last */        \
-        const char *s = src + i * K * E;                                                                \
-        const int64_t rem = n - i, need = (rem - 1) * K + 1;                                            \
-        __m512i v = _mm512_setzero_si512();                                                             \
-        for (int m = 0; m < K && need > m * W; m++) {                                                   \
-            const int64_t last = need - m * W < W ? need - m * W : W; /* lanes of load m */             \
-            v = PFX##_permute(v, sel[m], idx, PFX##_load(pl_lanes(0, last), s + 64 * m, E), E);         \
+    for (int64_t r = 0; r < rows; r++, src += ssb, dst += dsb) {                                        \
+        int64_t i = 0;                                                                                  \
+        for (; i + W < n; i += W) {                                                                     \
+            const char *s = src + i * K * E;                                                            \
+            __m512i v = PFX##_permute_all(idx, _mm512_loadu_si512(s), E);                               \
+            for (int m = 1; m < K; m++)                                                                 \
+                v = PFX##_permute(v, sel[m], idx, _mm512_loadu_si512(s + 64 * m), E);                   \
+            _mm512_storeu_si512(dst + i * E, v);                                                        \
         }                                                                                               \
-        PFX##_store(dst + i * E, pl_lanes(0, rem), v, E);                                               \
+        if (i < n) { /* the last 1 to W elements: masked loads of the src elements up to the last */    \
+            const char *s = src + i * K * E;                                                            \
+            const int64_t rem = n - i, need = (rem - 1) * K + 1;                                        \
+            __m512i v = _mm512_setzero_si512();                                                         \
+            for (int m = 0; m < K && need > m * W; m++) {                                               \
+                const int64_t last = need - m * W < W ? need - m * W : W; /* lanes of load m */         \
+                v = PFX##_permute(v, sel[m], idx, PFX##_load(pl_lanes(0, last), s + 64 * m, E), E);     \
+            }                                                                                           \
+            PFX##_store(dst + i * E, pl_lanes(0, rem), v, E);                                           \
+        }                                                                                               \
     }                                                                                                   \
 }
 
@@ -260,16 +270,18 @@ PL_DEFINE_GK64(pl_gk64b, PL_VBMI, pl_gk64b)
 
 /* ------------------------------------------------------------- entry points */
 
+/* k is 3 to 8 (plan.c checks); each case a body with k a constant. */
 #define PL_GK_ENTRY(NAME, ATTR, BODY, E)                                                                 \
-    ATTR void NAME(const char *src, char *dst, int64_t n, int k)                                         \
+    ATTR void NAME(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k)  \
     {                                                                                                    \
+        assert(k >= 3 && k <= 8);                                                                        \
         switch (k) {                                                                                     \
-        case 3: BODY(src, dst, n, 3, E); return;                                                         \
-        case 4: BODY(src, dst, n, 4, E); return;                                                         \
-        case 5: BODY(src, dst, n, 5, E); return;                                                         \
-        case 6: BODY(src, dst, n, 6, E); return;                                                         \
-        case 7: BODY(src, dst, n, 7, E); return;                                                         \
-        default: BODY(src, dst, n, 8, E); return;                                                        \
+        case 3: BODY(src, ssb, dst, dsb, n, rows, 3, E); return;                                         \
+        case 4: BODY(src, ssb, dst, dsb, n, rows, 4, E); return;                                         \
+        case 5: BODY(src, ssb, dst, dsb, n, rows, 5, E); return;                                         \
+        case 6: BODY(src, ssb, dst, dsb, n, rows, 6, E); return;                                         \
+        case 7: BODY(src, ssb, dst, dsb, n, rows, 7, E); return;                                         \
+        default: BODY(src, ssb, dst, dsb, n, rows, 8, E); return;                                        \
         }                                                                                                \
     }
 
@@ -288,14 +300,14 @@ PL_GK_ENTRY(_pylayout_gatherk8_avx512, PL_AVX512, pl_gk64, 8)
  * 16.5, k = 8 7.2 / 11.2; level from L3 and memory. */
 static _Atomic int pl_has_vbmi = -1;
 
-void _pylayout_gatherk1_avx512(const char *src, char *dst, int64_t n, int k)
+void _pylayout_gatherk1_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k)
 {
     int vbmi = atomic_load_explicit(&pl_has_vbmi, memory_order_relaxed);
     if (vbmi < 0) { /* racing first calls all read the same answer */
         vbmi = (_pylayout_cpu_features() & PL_CPU_AVX512VBMI) != 0;
         atomic_store_explicit(&pl_has_vbmi, vbmi, memory_order_relaxed);
     }
-    (vbmi ? pl_gatherk1_vbmi : _pylayout_gatherk1_avx2)(src, dst, n, k);
+    (vbmi ? pl_gatherk1_vbmi : _pylayout_gatherk1_avx2)(src, ssb, dst, dsb, n, rows, k);
 }
 
 #else

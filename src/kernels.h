@@ -57,11 +57,13 @@ typedef void (*_pylayout_tile_split_fn)(const char *src, int64_t ssa, char *dst,
  * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
 typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
 
-/* A strided-row kernel for larger steps: dst[i * itemsize] =
- * src[i * k * itemsize] for i < n, 3 <= k <= 8 (x[..., ::k]: one channel of
- * an interleaved image, one coordinate of (N, 3) points).  Reads only
- * bytes inside the span from the first element copied to the last. */
-typedef void (*_pylayout_gatherk_fn)(const char *src, char *dst, int64_t n, int k);
+/* A strided-row kernel for larger steps, over rows: for r < rows, i < n,
+ *     dst[r * dsb + i * itemsize] = src[r * ssb + i * k * itemsize]
+ * (strides in bytes), 3 <= k <= 8 (x[..., ::k]: one channel of an
+ * interleaved image, one coordinate of (N, 3) points).  Reads only bytes
+ * inside each row's span from its first element copied to its last. */
+typedef void (*_pylayout_gatherk_fn)(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows,
+                                     int k);
 
 /* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
  * dst with streaming stores (the edges with ordinary ones). */
@@ -220,14 +222,14 @@ void _pylayout_pack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 void _pylayout_unpack8_avx2(char *z, char *re, char *im, int64_t k0, int64_t k1);
 
 /* gather_x86.c: step-k gathers, 3 <= k <= 8, with AVX2 and AVX-512. */
-void _pylayout_gatherk1_avx2(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk2_avx2(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk4_avx2(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk8_avx2(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk1_avx512(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk2_avx512(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk4_avx512(const char *src, char *dst, int64_t n, int k);
-void _pylayout_gatherk8_avx512(const char *src, char *dst, int64_t n, int k);
+void _pylayout_gatherk1_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk2_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk4_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk8_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk1_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk2_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk4_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+void _pylayout_gatherk8_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

@@ -498,8 +498,7 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             return;
         }
         if (p->gatherk != NULL) {
-            for (int64_t j = 0; j < nb; j++)
-                p->gatherk(s + j * p->ssb, d + j * p->dsb, na, p->gk);
+            p->gatherk(s, p->ssb, d, p->dsb, na, nb, p->gk);
             return;
         }
         if (p->reverse_groups != NULL) {
@@ -1352,6 +1351,17 @@ static bool pl_rows_stream(const pl_plan *p, const _pylayout_kernels *k, int64_t
     return row >= PL_STREAM_ROW_BYTES || lines;
 }
 
+/* Rows of 1-byte elements shorter than this gather one element at a
+ * time: the step-k kernels' masked last step costs more than the 2-D
+ * loop there.  (65536, C)[:, ::3] uint8, 1 thread, µs, 2-D loop / kernel
+ * (rows of n elements): n = 3 72-74 / 140-143, n = 5 122-133 / 145-154,
+ * n = 9 279-282 / 184-196, n = 17 520-563 / 242-262.  Wider elements
+ * take the kernels at any length: float32 n = 3 276-281 / 214-220, n = 5
+ * 939-959 / 252-270, n = 9 424-447 / 453-499 and n = 17 770-844 /
+ * 850-932 (level to 10 % slower, src from L3), n = 33 1572-1884 /
+ * 1572-1667. */
+#define PL_GATHERK_MIN_BYTE_ROW 8
+
 /* ROWS and STRIDED units: step-2 to step-8 gathers where the table has
  * them, and how many rows one unit takes. */
 static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total_bytes, int nt)
@@ -1373,9 +1383,10 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
      * of dst (gather_x86.c).  The 2-D loop, one element at a time, ran
      * level with torch: on the Intel Xeon dev VM, 1 thread, GB/s of dst,
      * uint8 (1080,1920,3)[..., 0] 2.4-2.5 -> 6.5-8.0, (1080,1920,4)[..., 0]
-     * 2.6-2.7 -> 5.1-5.4, float32 (4194304,3)[:, 0] 2.5 -> 6.4. */
+     * 2.6-2.7 -> 5.1-5.4, float32 (4194304,3)[:, 0] 2.5 -> 6.4.  Not for
+     * rows of fewer than PL_GATHERK_MIN_BYTE_ROW bytes. */
     if (p->kind == PL_STRIDED && lg >= 0 && p->dsa == is && p->ssa % is == 0 && p->ssa >= 3 * is &&
-        p->ssa <= 8 * is && k->gatherk[lg] != NULL) {
+        p->ssa <= 8 * is && k->gatherk[lg] != NULL && (is > 1 || p->na >= PL_GATHERK_MIN_BYTE_ROW)) {
         p->gatherk = k->gatherk[lg];
         p->gk = (int)(p->ssa / is);
     }
