@@ -65,6 +65,31 @@ typedef void (*_pylayout_gather2_fn)(const char *src, char *dst, int64_t n);
 typedef void (*_pylayout_gatherk_fn)(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows,
                                      int k);
 
+/* Dense dst from groups of g bytes `step` bytes apart in src, g < step
+ * (an RGBA image without its alpha, img[..., :3]; the xyz of (N, 4)
+ * points): for j < n * g,
+ *     dst[j] = src[(j / g) * step + j % g]
+ * A copy prepares one (the SIMD path's group_gather fills it: the shuffle
+ * controls of each vector of a period), then calls run on each unit of n
+ * groups.  Reads only bytes from src to its last group's last byte. */
+#define PL_GG_MAX_VEC 8      /* vectors in a period: g / gcd(g, vector bytes) */
+#define PL_GG_MAX_GROUP 32   /* bytes in a group; longer ones copy as rows */
+#define PL_GG_MAX_STEP 256   /* bytes from a group to the next */
+typedef struct _pylayout_group_gather _pylayout_group_gather;
+struct _pylayout_group_gather {
+    void (*run)(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t);
+    int64_t g, step;                     /* group bytes, src bytes from a group to the next */
+    int64_t vec;                         /* bytes of dst a vector */
+    int nvec, loads;                     /* vectors a period; loads a vector's window */
+    int64_t src_period;                  /* src bytes a period */
+    int64_t base[PL_GG_MAX_VEC];         /* vector v's window: src + base[v], from its period's start */
+    uint64_t hi[PL_GG_MAX_VEC];          /* AVX-512, 4 loads: the lanes from the second pair */
+    uint8_t ctl[PL_GG_MAX_VEC][64];      /* shuffle controls (AVX2: 16 a load) or indices (AVX-512) */
+};
+/* Fills t for groups of g bytes step bytes apart; false where this path
+ * has no kernel for them (the copy then keeps its rows). */
+typedef bool (*_pylayout_group_gather_fn)(_pylayout_group_gather *t, int64_t g, int64_t step);
+
 /* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
@@ -163,6 +188,8 @@ typedef struct _pylayout_kernels {
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Step-k gathers, 3 <= k <= 8, per element size. */
     _pylayout_gatherk_fn gatherk[PL_NSIZES];
+    /* Gathers of groups of bytes (see _pylayout_group_gather). */
+    _pylayout_group_gather_fn group_gather;
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
     /* Packed groups of 16 bytes or less, each reversed. */
@@ -230,6 +257,10 @@ void _pylayout_gatherk1_avx512(const char *src, int64_t ssb, char *dst, int64_t 
 void _pylayout_gatherk2_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
 void _pylayout_gatherk4_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
 void _pylayout_gatherk8_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows, int k);
+
+/* group_gather_x86.c: gathers of groups of bytes, AVX2 and AVX-512 VBMI. */
+bool _pylayout_group_gather_avx2(_pylayout_group_gather *t, int64_t g, int64_t step);
+bool _pylayout_group_gather_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

@@ -208,6 +208,7 @@ typedef struct pl_plan {
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     _pylayout_gatherk_fn gatherk;         /* STRIDED, src step gk (3-8) into unit dst */
     int gk;
+    bool group_gather;                    /* ROWS of a few bytes packed in dst, STRIDED by odd steps: gg */
     _pylayout_reverse_fn reverse;         /* STRIDED, src step -1 element: rows backwards */
     _pylayout_reverse_groups_fn reverse_groups; /* the same, rows short and packed along b: groups reversed */
     void (*fence)(void);                  /* set when a kernel above streams */
@@ -219,6 +220,7 @@ typedef struct pl_plan {
     int64_t count[PYLAYOUT_MAX_NDIM + 2]; /* iterations of each loop dim */
     int64_t sstep[PYLAYOUT_MAX_NDIM + 2]; /* byte steps per iteration */
     int64_t dstep[PYLAYOUT_MAX_NDIM + 2];
+    _pylayout_group_gather gg;            /* set and read only with group_gather */
 } pl_plan;
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -421,6 +423,10 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
 {
     switch (p->kind) {
     case PL_ROWS:
+        if (p->group_gather) { /* na is the whole group (pl_choose_rows) */
+            p->gg.run(s, d, nb, &p->gg);
+            return;
+        }
         if (p->small_rows || p->pf_dist != 0) {
             const int64_t n = na * (int64_t)p->itemsize;
             for (int64_t j = 0; j < nb; j++) {
@@ -492,6 +498,11 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             p->unzip(s, d, p->dsb, na);
         return;
     case PL_STRIDED:
+        if (p->group_gather) {
+            for (int64_t j = 0; j < nb; j++)
+                p->gg.run(s + j * p->ssb, d + j * p->dsb, na, &p->gg);
+            return;
+        }
         if (p->gather2 != NULL) {
             for (int64_t j = 0; j < nb; j++)
                 p->gather2(s + j * p->ssb, d + j * p->dsb, na);
@@ -1362,6 +1373,11 @@ static bool pl_rows_stream(const pl_plan *p, const _pylayout_kernels *k, int64_t
  * 1572-1667. */
 #define PL_GATHERK_MIN_BYTE_ROW 8
 
+/* Group gathers (pl_choose_rows) for rows that fill at least this many
+ * bytes of dst: building the kernel's controls costs about as much as
+ * copying that many bytes a row at a time. */
+#define PL_GG_MIN_BYTES 256
+
 /* ROWS and STRIDED units: step-2 to step-8 gathers where the table has
  * them, and how many rows one unit takes. */
 static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total_bytes, int nt)
@@ -1406,6 +1422,24 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
         p->reverse_groups = k->reverse_groups;
         p->ta = p->na; /* whole groups */
     }
+    /* Rows of a few bytes, packed in dst, gaps between them in src (an
+     * RGBA image without its alpha, img[..., :3]; the xyz of (N, 4)
+     * points): shuffles of a few loads make each vector of dst
+     * (group_gather_x86.c).  Each row took its own moves, 3 bytes of
+     * uint8 RGB one at a time. */
+    if (p->kind == PL_ROWS && k->group_gather != NULL && p->dsb == p->na * is && p->ssb > p->dsb &&
+        p->dsb <= PL_GG_MAX_GROUP && p->nb * p->dsb >= PL_GG_MIN_BYTES && k->group_gather(&p->gg, p->dsb, p->ssb))
+        p->group_gather = true;
+    /* The same for elements of 2 bytes or more whose step is no multiple
+     * of their size: the (H,W,3)[..., :2] of uint8, seen as 2-byte
+     * elements 3 bytes apart; (N,5)[:, :4], 4-byte elements 5 apart;
+     * (N,3)[:, :2] of float32, 8-byte elements 12 apart.  Not 16-byte
+     * elements, whose single moves were faster (float64 (16384,3)[:, :2],
+     * in L1: 50 GB/s moves, 34 shuffles). */
+    if (p->kind == PL_STRIDED && k->group_gather != NULL && p->gather2 == NULL && p->gatherk == NULL &&
+        p->dsa == is && p->ssa > is && is >= 2 && is <= 8 && p->na * is >= PL_GG_MIN_BYTES &&
+        k->group_gather(&p->gg, is, p->ssa))
+        p->group_gather = true;
     /* Serially, one unit: memcpy sees whole rows and picks its own
      * strategy (glibc streams above its non-temporal threshold, which
      * chunking would hide from it).  In parallel, units of a chunk's
@@ -1417,7 +1451,7 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
         unit_elems = pl_max(1, pl_chunk_bytes(total_bytes, nt) / is);
     p->ta = pl_min(p->na, unit_elems);
     p->tb = pl_min(p->nb, pl_max(1, unit_elems / p->ta));
-    p->small_rows = p->kind == PL_ROWS && p->na * is <= PL_SMALL_ROW_BYTES;
+    p->small_rows = p->kind == PL_ROWS && p->na * is <= PL_SMALL_ROW_BYTES && !p->group_gather;
     if (p->kind == PL_ROWS && pl_rows_stream(p, k, total_bytes)) {
         p->stream_out = k->stream_copy;
         p->fence = k->fence;

@@ -449,6 +449,63 @@ static void stepk_cases(void)
 START_TEST(test_stepk) { check_both_thread_counts(stepk_cases); }
 END_TEST
 
+/* ---------------------------------------------------- groups of elements */
+
+/* x[..., :c] of a src with C > c elements a group: groups of c * is bytes
+ * with gaps between them, into a dense dst (RGBA to RGB, the xyz of
+ * (N, 4) points): the group-gather kernels (group_gather_x86.c), also as
+ * elements of c * is bytes at an odd step where that is 2, 4 or 8 bytes;
+ * groups past 32 bytes, and copies under 256 bytes, keep their rows.
+ * Group sizes 2 to 48 bytes, steps up to 16 groups' worth, lengths around
+ * the vectors' periods, src and dst misaligned, rows that fuse into one
+ * and rows that do not.  Each src buffer ends at the last byte of its
+ * last group, as in stepk_case. */
+static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is, size_t mis,
+                        unsigned *seed)
+{
+    const int64_t shape[3] = {rows, n, c};
+    const int64_t row = n * C + row_pad; /* elements from one src row's start to the next's */
+    const int64_t sstrides[3] = {row, C, 1};
+    const size_t span = (size_t)((rows - 1) * row + (n - 1) * C + c) * is, off = mis * (is > 1 ? is / 2 : 1) + mis;
+    unsigned char *buf = malloc(off + span);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < off + span; i++)
+        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    const DLTensor src = dl_make(buf, 3, shape, sstrides, dtype_of_size(is), off);
+    tens d;
+    tens_make(&d, 3, shape, NULL, NULL, NULL, NULL, is, mis * (is + 1), SENTINEL, seed);
+    check_against_ref(&src, &d);
+    tens_free(&d);
+    free(buf);
+}
+
+static void groups_cases(void)
+{
+    unsigned seed = 3301;
+    static const int64_t groups[][2] = {{3, 4}, {2, 3}, {3, 5}, {3, 6}, {3, 8}, {6, 8}, {5, 8}, {4, 5},
+                                        {7, 8}, {3, 11}, {5, 16}, {3, 16}, {5, 7}, {8, 12}, {3, 48}, {2, 100}};
+    static const int64_t lens[] = {1, 5, 21, 86, 87, 171, 172, 1031};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t gi = 0; gi < sizeof groups / sizeof groups[0]; gi++) {
+            const int64_t c = groups[gi][0], C = groups[gi][1];
+            if ((int64_t)is * c > 48)
+                continue;
+            for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+                for (size_t mis = 0; mis < 2; mis++) {
+                    groups_case(1, lens[li], c, C, 0, is, mis, &seed);
+                    groups_case(3, lens[li], c, C, 0, is, mis, &seed); /* rows fuse: one row of 3n groups */
+                    groups_case(3, lens[li], c, C, 1, is, mis, &seed);
+                }
+        }
+    /* 1 to 6 MiB of dst: the threads split the rows */
+    for (size_t is = 1; is <= 8; is *= 2)
+        groups_case(16, 65537, 3, 4, 5, is, 1, &seed);
+    groups_case(1, 1 << 20, 2, 3, 0, 1, 1, &seed);
+}
+
+START_TEST(test_groups) { check_both_thread_counts(groups_cases); }
+END_TEST
+
 /* ------------------------------------------------------- permutations */
 
 static int next_perm(int *p, int n)
@@ -1158,6 +1215,7 @@ static Suite *copy_suite(void)
         TCASE("broadcast", TEST(test_broadcast), TEST(test_broadcast_rows)),
         TCASE("step2", TEST(test_step2)),
         TCASE("stepk", TEST(test_stepk)),
+        TCASE("groups", TEST(test_groups)),
         TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows)),
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),

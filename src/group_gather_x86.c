@@ -1,0 +1,225 @@
+/*
+ * group_gather_x86.c - kernels for a dense dst filled from groups of g
+ * bytes that lie `step` bytes apart in src, g < step (see
+ * _pylayout_group_gather in kernels.h): an RGBA image without its alpha
+ * (img[..., :3] of uint8, groups of 3 bytes at a step of 4), the xyz of
+ * (N, 4) float32 points (12 bytes at 16), x[:, :6] of (N, 8).
+ *
+ * Dst byte j is src byte off(j) = (j / g) * step + j % g.  On vectors of
+ * W bytes the pattern repeats every lcm(g, W) bytes of dst: a period of
+ * nvec = g / gcd(g, W) vectors, over which src advances step * lcm / g
+ * bytes.  The prepare functions build, once per copy, each vector's
+ * window in src (its first byte, off(W * v), and a few loads from there)
+ * and the shuffle controls from the window to the vector:
+ *  - AVX2: 16-byte vectors from windows of 1 to 4 16-byte loads, each
+ *    through a byte shuffle whose control zeroes the bytes another load
+ *    holds, OR'ed together;
+ *  - AVX-512 VBMI: 64-byte vectors from windows of 2 to 4 64-byte loads,
+ *    vpermt2b over the first two and over the rest, bit 7 of the index
+ *    picking which.
+ * Where no window of that size holds a vector's src bytes (step much
+ * larger than g) or the period is longer than PL_GG_MAX_VEC vectors,
+ * prepare declines and the copy keeps its rows.
+ *
+ * No load reaches past the group's last byte (src + (n - 1) * step + g):
+ * the AVX2 kernel goes byte by byte once a window would, the AVX-512 one
+ * masks its loads there.  Bytes between groups are read, never written.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu_features.h"
+#include "kernels.h"
+
+#if defined(PYLAYOUT_HAVE_X86_KERNELS)
+
+#include <immintrin.h>
+
+#define PL_AVX2 __attribute__((target("avx2")))
+#define PL_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+#define PL_INLINE static inline __attribute__((always_inline))
+
+static int64_t pl_gg_off(int64_t j, int64_t g, int64_t step) { return (j / g) * step + j % g; }
+
+/* The period and windows for vectors of W bytes and windows of at most
+ * max_loads loads of L bytes; false where they do not fit. */
+static bool pl_gg_shape(_pylayout_group_gather *t, int64_t g, int64_t step, int W, int L, int max_loads)
+{
+    if (g < 2 || g > PL_GG_MAX_GROUP || step <= g || step > PL_GG_MAX_STEP)
+        return false;
+    int64_t a = g, b = W;
+    while (b != 0) {
+        const int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    const int64_t nvec = g / a; /* lcm(g, W) / W */
+    if (nvec > PL_GG_MAX_VEC)
+        return false;
+    int loads = 1;
+    for (int64_t v = 0; v < nvec; v++) {
+        const int64_t first = pl_gg_off(W * v, g, step), last = pl_gg_off(W * v + W - 1, g, step);
+        const int64_t need = (last - first + L) / L;
+        if (need > max_loads)
+            return false;
+        if (need > loads)
+            loads = (int)need;
+        t->base[v] = first;
+    }
+    t->g = g;
+    t->step = step;
+    t->vec = W;
+    t->nvec = (int)nvec;
+    t->loads = loads;
+    t->src_period = nvec * W / g * step;
+    return true;
+}
+
+/* ------------------------------------------------------------------- AVX2 */
+
+PL_INLINE __m128i pl_ld16(const char *p) { return _mm_loadu_si128((const __m128i *)(const void *)p); }
+
+/* The bytes [o, total) of dst one by one. */
+static void pl_gg_bytes(const char *src, char *dst, int64_t o, int64_t total, int64_t g, int64_t step)
+{
+    for (int64_t j = o; j < total; j++)
+        dst[j] = src[pl_gg_off(j, g, step)];
+}
+
+PL_AVX2 PL_INLINE void pl_gg16(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t, const int NL)
+{
+    const int64_t total = n * t->g, span = (n - 1) * t->step + t->g;
+    int64_t o = 0, so = 0; /* dst bytes done; src offset of the period */
+    for (;;) {
+        for (int v = 0; v < t->nvec; v++, o += 16) {
+            const int64_t w = so + t->base[v];
+            if (o + 16 > total || w + 16 * NL > span) {
+                pl_gg_bytes(src, dst, o, total, t->g, t->step);
+                return;
+            }
+            const char *s = src + w;
+            const uint8_t *c = t->ctl[v];
+            __m128i x = _mm_shuffle_epi8(pl_ld16(s), pl_ld16((const char *)c));
+            for (int m = 1; m < NL; m++)
+                x = _mm_or_si128(x, _mm_shuffle_epi8(pl_ld16(s + 16 * m), pl_ld16((const char *)c + 16 * m)));
+            _mm_storeu_si128((__m128i *)(void *)(dst + o), x);
+        }
+        so += t->src_period;
+    }
+}
+
+static PL_AVX2 void pl_gg16_run(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t)
+{
+    switch (t->loads) { /* at least 2: 16 bytes of groups under 16 hold a gap */
+    case 2: pl_gg16(src, dst, n, t, 2); return;
+    case 3: pl_gg16(src, dst, n, t, 3); return;
+    default: pl_gg16(src, dst, n, t, 4); return;
+    }
+}
+
+/* Not for groups of 8 bytes or 16 and more: one or two 8-byte moves a
+ * group were faster ((N,3)[:, :2] float32, 16384 rows in L1, 1 thread:
+ * 23 GB/s moves, 17 shuffles; (N,4)[:, :3] float64 27 and 19). */
+bool _pylayout_group_gather_avx2(_pylayout_group_gather *t, int64_t g, int64_t step)
+{
+    if (g == 8 || g >= 16 || !pl_gg_shape(t, g, step, 16, 16, 4))
+        return false;
+    for (int v = 0; v < t->nvec; v++)
+        for (int i = 0; i < 16; i++) {
+            const int64_t o = pl_gg_off(16 * v + i, g, step) - t->base[v];
+            for (int m = 0; m < 4; m++)
+                t->ctl[v][16 * m + i] = o / 16 == m ? (uint8_t)(o % 16) : 0x80;
+        }
+    t->run = pl_gg16_run;
+    return true;
+}
+
+/* ---------------------------------------------------------- AVX-512 VBMI */
+
+PL_INLINE uint64_t pl_gg_lanes(int64_t n) /* lanes [0, n), n clamped to [0, 64] */
+{
+    return n <= 0 ? 0 : n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1;
+}
+
+PL_VBMI PL_INLINE __m512i pl_gg64_vector(const __m512i *x, __m512i idx, uint64_t hi, const int NL)
+{
+    __m512i r = _mm512_permutex2var_epi8(x[0], idx, x[1]);
+    if (NL >= 3) /* with 3 loads no index reaches a fourth */
+        r = _mm512_mask_blend_epi8((__mmask64)hi, r, _mm512_permutex2var_epi8(x[2], idx, x[NL == 4 ? 3 : 2]));
+    return r;
+}
+
+PL_VBMI PL_INLINE void pl_gg64(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t, const int NL)
+{
+    const int64_t total = n * t->g, span = (n - 1) * t->step + t->g;
+    int64_t o = 0, so = 0; /* dst bytes done; src offset of the period */
+    int v = 0;
+    for (;;) {
+        for (v = 0; v < t->nvec; v++, o += 64) {
+            const int64_t w = so + t->base[v];
+            if (o + 64 > total || w + 64 * NL > span)
+                goto tail;
+            __m512i x[4];
+            for (int q = 0; q < NL; q++)
+                x[q] = _mm512_loadu_si512(src + w + 64 * q);
+            _mm512_storeu_si512(dst + o, pl_gg64_vector(x, _mm512_loadu_si512(t->ctl[v]), t->hi[v], NL));
+        }
+        so += t->src_period;
+    }
+tail: /* the windows that reach past the last group: loads masked there */
+    while (o < total) {
+        const int64_t w = so + t->base[v];
+        __m512i x[4];
+        for (int q = 0; q < NL; q++) {
+            const int64_t lanes = span - (w + 64 * q);
+            x[q] = lanes > 0 ? _mm512_maskz_loadu_epi8((__mmask64)pl_gg_lanes(lanes), src + w + 64 * q)
+                             : _mm512_setzero_si512();
+        }
+        _mm512_mask_storeu_epi8(dst + o, (__mmask64)pl_gg_lanes(total - o),
+                                pl_gg64_vector(x, _mm512_loadu_si512(t->ctl[v]), t->hi[v], NL));
+        o += 64;
+        if (++v == t->nvec) {
+            v = 0;
+            so += t->src_period;
+        }
+    }
+}
+
+static PL_VBMI void pl_gg64_run(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t)
+{
+    switch (t->loads) {
+    case 2: pl_gg64(src, dst, n, t, 2); return;
+    case 3: pl_gg64(src, dst, n, t, 3); return;
+    default: pl_gg64(src, dst, n, t, 4); return;
+    }
+}
+
+/* vpermt2b is AVX-512 VBMI (Ice Lake, Zen 4 and later), which the AVX-512
+ * table does not require: without it, the AVX2 kernel. */
+bool _pylayout_group_gather_avx512(_pylayout_group_gather *t, int64_t g, int64_t step)
+{
+    if ((_pylayout_cpu_features() & PL_CPU_AVX512VBMI) == 0)
+        return _pylayout_group_gather_avx2(t, g, step);
+    if (!pl_gg_shape(t, g, step, 64, 64, 4))
+        return false;
+    if (t->loads < 2) /* one vpermt2b takes two */
+        t->loads = 2;
+    for (int v = 0; v < t->nvec; v++) {
+        t->hi[v] = 0;
+        for (int i = 0; i < 64; i++) {
+            const int64_t o = pl_gg_off(64 * v + i, g, step) - t->base[v];
+            t->ctl[v][i] = (uint8_t)(o & 127);
+            t->hi[v] |= (uint64_t)(o >= 128) << i;
+        }
+    }
+    t->run = pl_gg64_run;
+    return true;
+}
+
+#else
+
+/* ISO C forbids an empty translation unit. */
+typedef int pylayout_group_gather_x86_unused;
+
+#endif
