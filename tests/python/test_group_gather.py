@@ -1,0 +1,130 @@
+"""Group gathers: x[..., :c] of groups of C > c elements, bit-exact against NumPy and torch.
+
+An RGBA image without its alpha (img[..., :3]), the xyz of (N, 4) points,
+x[:, 1:7] of (N, 8): a dense dst filled from groups of c elements with gaps
+between them in src.  Groups of up to 32 bytes take the shuffle kernels of
+src/group_gather_x86.c; groups of 2, 4 or 8 bytes, which the copy sees as
+single elements at a step that is no multiple of their size, too.  Checked
+at 1 and 2 threads, with sources and destinations off their cache lines and
+off their element alignment, lengths around the kernels' vector periods,
+rows that fuse and rows that do not (crops), and guard bytes around every
+destination that must stay untouched.  Each SIMD path runs in its own
+interpreter with PYLAYOUT_SIMD set; a path this CPU lacks runs the best one
+it has, which the child reports.  Sources that end on the last byte of
+their buffer are the C suite's (tests/c/check_copy.c, tcase "groups").
+"""
+from __future__ import annotations
+
+import pytest
+
+import pylayout as pl
+from _simd_children import PATHS, expected_path, run_child
+
+CHILD_TIMEOUT = 600
+
+# Runs in the child with `pl` and `oracle` defined (and torch imported for it).
+CHECKS = r"""
+import numpy as np
+
+SENT = 0xA5
+
+def source(n, dtype, seed, off):
+    # random bytes (NaN payloads included, compared as bytes), starting off
+    # bytes past a cache line
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, n * np.dtype(dtype).itemsize + 64 + off, dtype=np.uint8)
+    lo = (-raw.ctypes.data) % 64 + off
+    return raw[lo:lo + n * np.dtype(dtype).itemsize].view(dtype)
+
+def as_bytes(x):
+    if oracle == "torch":
+        x = x.numpy()
+    return np.ascontiguousarray(x).view(np.uint8).tobytes()
+
+def check(view):
+    # view: a NumPy strided view; checked as itself or as a torch tensor
+    want = np.ascontiguousarray(view)
+    src = view if oracle == "numpy" else torch.from_numpy(view)
+    got = pl.contiguous(src)
+    assert type(got) is type(src), type(got)
+    assert as_bytes(got) == want.tobytes(), ("contiguous", view.shape, view.strides, view.dtype)
+    for dst_off in (0, 3 * view.dtype.itemsize, 1):
+        raw = np.full(want.nbytes + dst_off + 128, SENT, np.uint8)
+        lo = (-raw.ctypes.data) % 64 + dst_off
+        if dst_off % view.dtype.itemsize == 0:
+            region = raw[lo:lo + want.nbytes].view(view.dtype).reshape(view.shape)
+            pl.copy_into(region if oracle == "numpy" else torch.from_numpy(region), src)
+        elif oracle == "torch" or view.dtype.itemsize == 1:
+            continue  # torch has no misaligned tensors; uint8 has no misalignment
+        else:  # NumPy arrays off their element alignment
+            region = np.ndarray(view.shape, view.dtype, raw.data, offset=lo)
+            pl.copy_into(region, src)
+        assert raw[lo:lo + want.nbytes].tobytes() == want.tobytes(), ("copy_into", view.shape, view.strides, dst_off)
+        assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + want.nbytes:] != SENT), "guard bytes written"
+
+# (c, C): c elements of each group of C
+GROUPS = [(3, 4), (2, 3), (3, 5), (3, 6), (3, 8), (6, 8), (5, 8), (4, 5), (7, 8), (3, 11), (5, 16), (8, 12),
+          (2, 9), (3, 48)]
+LENGTHS = [1, 2, 5, 21, 22, 43, 85, 86, 87, 171, 172, 257, 1031, 4099]
+
+def run():
+    cases = 0
+    for threads in (1, 2):
+        pl.set_num_threads(threads)
+        for dtype in (np.uint8, np.int16, np.float32, np.float64):
+            isz = np.dtype(dtype).itemsize
+            for c, C in GROUPS:
+                for n in (LENGTHS if threads == 1 else LENGTHS[::4]):
+                    for off in ((0, 16, 2 * isz + isz // 2) if isz > 1 else (0, 7)):
+                        if off % isz and oracle == "torch":
+                            continue  # NumPy allows sources off their element alignment, torch not
+                        s = source(n * C, dtype, n * 10 + C, off).reshape(n, C)
+                        check(s[:, :c])
+                        check(s[:, C - c:])  # the last element is the buffer's last
+                        cases += 2
+                # 2-D crops: rows that do not fuse; an image's rows
+                a = source(37 * 90 * C, dtype, C, 16).reshape(37, 90, C)
+                for v in (a[:, :, :c], a[3:-2, 5:-7, C - c:], a[::2, 1:, :c]):
+                    check(v)
+                    cases += 1
+            # 2 to 4 MiB of dst: the threads split the rows
+            for c, C in ((3, 4), (2, 3)):
+                n = ((4 << 20) // (isz * c) // 256 + 1) * 256
+                a = source(n * C, dtype, C, 0).reshape(-1, C)
+                check(a[:, :c])
+                check(a.reshape(256, -1, C)[::2, 1:, 1:1 + c])  # rows that do not fuse
+                cases += 2
+    print("simd=" + pl.info()["simd"], "cases", cases)
+
+run()
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_group_gathers_match_numpy(np, path):
+    out = run_child(CHECKS, path, "numpy", CHILD_TIMEOUT)
+    assert f"simd={expected_path(path)} " in out, out
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_group_gathers_match_torch(np, torch, path):
+    out = run_child(CHECKS, path, "torch", CHILD_TIMEOUT)
+    assert f"simd={expected_path(path)} " in out, out
+
+
+def test_rgba_to_rgb_and_point_xyz(np, torch):
+    """The cases users write: RGBA without alpha, BGRA's BGR, the xyz of xyzw points."""
+    g = torch.Generator().manual_seed(31)
+    rgba = torch.randint(0, 256, (480, 640, 4), dtype=torch.uint8, generator=g)
+    pts = torch.randn(100_003, 4, generator=g)
+    for x in (rgba[..., :3], rgba[..., 1:], rgba[..., :2], rgba[10:-10, 20:-20, :3], pts[:, :3],
+              pts.double()[:, :3], pts.to(torch.bfloat16)[:, :3], pts.half()[:, 1:]):
+        got = pl.contiguous(x)
+        assert isinstance(got, torch.Tensor) and got.is_contiguous()
+        assert torch.equal(got, x.contiguous())
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        assert pl.copy_into(out, x) is out
+        assert torch.equal(out, x.contiguous())
+        a = x.numpy() if x.dtype != torch.bfloat16 else None
+        if a is not None:
+            assert np.array_equal(pl.contiguous(a), np.ascontiguousarray(a))
