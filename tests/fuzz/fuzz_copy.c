@@ -1253,6 +1253,46 @@ static void op_big_gather(reader *r)
     free(dbuf);
 }
 
+/* Large inputs only: x[..., :c] of groups of C > c elements (c = 1 to 8,
+ * C up to c + 12) into a dense dst of 256 KiB - 8 MiB, so that the group
+ * gathers (group_gather_x86.c) run on every window size and go parallel:
+ * RGBA to RGB, the xyz of (N, 4) points.  src ends exactly at its last
+ * group (ASan catches a load past it) and starts at a fuzzed byte offset;
+ * its rows lie 0 to 2 elements apart past a row's last group, or exactly
+ * one group's step (rows that fuse).  dst's slack holds a sentinel.  Every
+ * element and every slack byte is checked. */
+static void op_big_groups(reader *r)
+{
+    const size_t is = (size_t)1 << (u8(r) % 4);
+    const int64_t c = 1 + u8(r) % 8, C = c + 1 + u8(r) % 12, rows = 1 + u8(r) % 64, gap = u8(r) % 4;
+    const int64_t pad = gap == 3 ? C - c : gap;
+    const int64_t bytes_target = ((int64_t)256 << 10) + ((int64_t)u8(r) << 15); /* 256 KiB - 8.2 MiB */
+    const int64_t n = bytes_target / (int64_t)is / c / rows; /* 64 or more */
+    int64_t shape[3] = {rows, n, c}, sstr[3] = {(n - 1) * C + c + pad, C, 1}, dstr[3] = {n * c, c, 1};
+    const size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
+    const size_t sbytes = (size_t)((rows - 1) * sstr[0] + (n - 1) * C + c) * is, dbytes = (size_t)(rows * n * c) * is;
+    uint8_t *sbuf = malloc(soff + sbytes), *dbuf = malloc(doff + dbytes + 64);
+    CHECK(sbuf && dbuf, "out of memory");
+    big_fill(sbuf, soff + sbytes);
+    memset(dbuf, 0xA5, doff + dbytes + 64);
+    const DLDataType dt = big_dtype(is);
+    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                    .strides = sstr, .byte_offset = soff};
+    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                    .strides = dstr, .byte_offset = doff};
+    pylayout_status st = pylayout_copy(&src, &dst);
+    CHECK(st == PYLAYOUT_OK, "big groups failed: %d", (int)st);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < n; j++)
+            CHECK(memcmp(dbuf + doff + (size_t)((i * n + j) * c) * is,
+                         sbuf + soff + (size_t)(i * sstr[0] + j * C) * is, (size_t)c * is) == 0,
+                  "big groups (%lld of %lld): group %lld, %lld differs", (long long)c, (long long)C, (long long)i,
+                  (long long)j);
+    big_check_slack(dbuf, doff, dbytes, "big groups");
+    free(sbuf);
+    free(dbuf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
@@ -1279,6 +1319,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         op_copy(&r);
         break;
     case 2:
+        if (LARGE && (op & 0x08)) { /* 0xfa */
+            op_big_groups(&r);
+            break;
+        }
         op_copy(&r);
         break;
     case 3:
