@@ -533,6 +533,14 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"point coordinate pts[:, 0] ({npts}, 3) f32 (step 3)",
                       lambda npts=npts: torch.randn(npts, 3)[:, 0],
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # groups of a few bytes with gaps between them: an RGBA frame without its
+    # alpha, the xyz of xyzw points (group_gather_x86.c's shuffles)
+    cases.append(Case(f"RGBA -> RGB img[..., :3] ({h}, {w}, 4) uint8",
+                      lambda h=h, w=w: torch.randint(0, 256, (h, w, 4), dtype=torch.uint8)[..., :3],
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    cases.append(Case(f"point xyz pts[:, :3] ({npts}, 4) f32",
+                      lambda npts=npts: torch.randn(npts, 4)[:, :3],
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     n = 4096 // s
     cases.append(Case(f"identity copy {n}x{n} f32 (memcpy path)",
                       lambda n=n: torch.randn(n, n), lambda x: pl.from_dlpack(x, copy=True),
