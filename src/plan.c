@@ -208,7 +208,7 @@ typedef struct pl_plan {
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     _pylayout_gatherk_fn gatherk;         /* STRIDED, src step gk (3-8) into unit dst */
     int gk;
-    bool group_gather;                    /* ROWS of a few bytes packed in dst, STRIDED by odd steps: gg */
+    bool grouped;                         /* gg.run copies each unit: groups of bytes gathered or scattered */
     _pylayout_reverse_fn reverse;         /* STRIDED, src step -1 element: rows backwards */
     _pylayout_reverse_groups_fn reverse_groups; /* the same, rows short and packed along b: groups reversed */
     void (*fence)(void);                  /* set when a kernel above streams */
@@ -220,7 +220,7 @@ typedef struct pl_plan {
     int64_t count[PYLAYOUT_MAX_NDIM + 2]; /* iterations of each loop dim */
     int64_t sstep[PYLAYOUT_MAX_NDIM + 2]; /* byte steps per iteration */
     int64_t dstep[PYLAYOUT_MAX_NDIM + 2];
-    _pylayout_group_gather gg;            /* set and read only with group_gather */
+    _pylayout_group_gather gg;            /* set and read only where grouped */
 } pl_plan;
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -423,7 +423,7 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
 {
     switch (p->kind) {
     case PL_ROWS:
-        if (p->group_gather) { /* na is the whole group (pl_choose_rows) */
+        if (p->grouped) { /* na is the whole group (pl_choose_rows) */
             p->gg.run(s, d, nb, &p->gg);
             return;
         }
@@ -498,7 +498,7 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             p->unzip(s, d, p->dsb, na);
         return;
     case PL_STRIDED:
-        if (p->group_gather) {
+        if (p->grouped) {
             for (int64_t j = 0; j < nb; j++)
                 p->gg.run(s + j * p->ssb, d + j * p->dsb, na, &p->gg);
             return;
@@ -1427,9 +1427,10 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
      * points): shuffles of a few loads make each vector of dst
      * (group_gather_x86.c).  Each row took its own moves, 3 bytes of
      * uint8 RGB one at a time. */
-    if (p->kind == PL_ROWS && k->group_gather != NULL && p->dsb == p->na * is && p->ssb > p->dsb &&
-        p->dsb <= PL_GG_MAX_GROUP && p->nb * p->dsb >= PL_GG_MIN_BYTES && k->group_gather(&p->gg, p->dsb, p->ssb))
-        p->group_gather = true;
+    const int64_t row = p->na * is;
+    if (p->kind == PL_ROWS && k->group_gather != NULL && p->dsb == row && p->ssb > row && row <= PL_GG_MAX_GROUP &&
+        p->nb * row >= PL_GG_MIN_BYTES && k->group_gather(&p->gg, row, p->ssb))
+        p->grouped = true;
     /* The same for elements of 2 bytes or more whose step is no multiple
      * of their size: the (H,W,3)[..., :2] of uint8, seen as 2-byte
      * elements 3 bytes apart; (N,5)[:, :4], 4-byte elements 5 apart;
@@ -1439,7 +1440,18 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
     if (p->kind == PL_STRIDED && k->group_gather != NULL && p->gather2 == NULL && p->gatherk == NULL &&
         p->dsa == is && p->ssa > is && is >= 2 && is <= 8 && p->na * is >= PL_GG_MIN_BYTES &&
         k->group_gather(&p->gg, is, p->ssa))
-        p->group_gather = true;
+        p->grouped = true;
+    /* The inverse, where the CPU has masked byte stores: dense src into
+     * groups of dst with gaps between them, which no store touches (RGB
+     * into an RGBA buffer, copy_into(rgba[..., :3], rgb); a plane into one
+     * channel, copy_into(img[..., 0], plane)).  Each row went on its own,
+     * a byte at a time for uint8, or the 2-D loop an element at a time. */
+    if (p->kind == PL_ROWS && k->group_scatter != NULL && p->ssb == row && p->dsb > row && row <= PL_GG_MAX_GROUP &&
+        p->nb * row >= PL_GG_MIN_BYTES && k->group_scatter(&p->gg, row, p->dsb))
+        p->grouped = true;
+    if (p->kind == PL_STRIDED && k->group_scatter != NULL && p->ssa == is && p->dsa > is && is <= 8 &&
+        p->na * is >= PL_GG_MIN_BYTES && k->group_scatter(&p->gg, is, p->dsa))
+        p->grouped = true;
     /* Serially, one unit: memcpy sees whole rows and picks its own
      * strategy (glibc streams above its non-temporal threshold, which
      * chunking would hide from it).  In parallel, units of a chunk's
@@ -1451,7 +1463,7 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
         unit_elems = pl_max(1, pl_chunk_bytes(total_bytes, nt) / is);
     p->ta = pl_min(p->na, unit_elems);
     p->tb = pl_min(p->nb, pl_max(1, unit_elems / p->ta));
-    p->small_rows = p->kind == PL_ROWS && p->na * is <= PL_SMALL_ROW_BYTES && !p->group_gather;
+    p->small_rows = p->kind == PL_ROWS && p->na * is <= PL_SMALL_ROW_BYTES && !p->grouped;
     if (p->kind == PL_ROWS && pl_rows_stream(p, k, total_bytes)) {
         p->stream_out = k->stream_copy;
         p->fence = k->fence;

@@ -459,7 +459,8 @@ END_TEST
  * Group sizes 2 to 48 bytes, steps up to 16 groups' worth, lengths around
  * the vectors' periods, src and dst misaligned, rows that fuse into one
  * and rows that do not.  Each src buffer ends at the last byte of its
- * last group, as in stepk_case. */
+ * last group, as in stepk_case.  Each case also runs the other way
+ * (groups_scatter_case). */
 static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is, size_t mis,
                         unsigned *seed)
 {
@@ -479,6 +480,31 @@ static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t r
     free(buf);
 }
 
+/* The inverse: a dense src into x[..., :c] of a dst with C > c elements a
+ * group, whose bytes between groups must stay as they were (the scatter
+ * kernels of group_gather_x86.c, AVX-512 VBMI; c = 1 writes one channel).
+ * check_against_ref compares the whole dst buffer, which ends at the last
+ * byte of its last group. */
+static void groups_scatter_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is,
+                                size_t mis, unsigned *seed)
+{
+    const int64_t shape[3] = {rows, n, c};
+    tens s, d;
+    tens_make(&s, 3, shape, NULL, NULL, NULL, NULL, is, mis * (is + 1), -1, seed);
+    memset(&d, 0, sizeof d);
+    memcpy(d.shape, shape, sizeof shape);
+    const int64_t row = n * C + row_pad;
+    d.strides[0] = row, d.strides[1] = C, d.strides[2] = 1;
+    const size_t off = mis * (is > 1 ? is / 2 : 1) + mis;
+    d.bufsize = off + (size_t)((rows - 1) * row + (n - 1) * C + c) * is;
+    d.buf = malloc(d.bufsize);
+    ck_assert_ptr_nonnull(d.buf);
+    for (size_t i = 0; i < d.bufsize; i++)
+        d.buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    d.t = dl_make(d.buf, 3, d.shape, d.strides, dtype_of_size(is), off);
+    check_and_free(&s, &d);
+}
+
 static void groups_cases(void)
 {
     unsigned seed = 3301;
@@ -495,12 +521,18 @@ static void groups_cases(void)
                     groups_case(1, lens[li], c, C, 0, is, mis, &seed);
                     groups_case(3, lens[li], c, C, 0, is, mis, &seed); /* rows fuse: one row of 3n groups */
                     groups_case(3, lens[li], c, C, 1, is, mis, &seed);
+                    groups_scatter_case(1, lens[li], c, C, 0, is, mis, &seed);
+                    groups_scatter_case(3, lens[li], c, C, 1, is, mis, &seed);
+                    groups_scatter_case(2, lens[li], 1, C, 0, is, mis, &seed); /* one channel */
                 }
         }
     /* 1 to 6 MiB of dst: the threads split the rows */
     for (size_t is = 1; is <= 8; is *= 2)
         groups_case(16, 65537, 3, 4, 5, is, 1, &seed);
     groups_case(1, 1 << 20, 2, 3, 0, 1, 1, &seed);
+    for (size_t is = 1; is <= 4; is *= 2)
+        groups_scatter_case(16, 65537, 3, 4, 5, is, 1, &seed);
+    groups_scatter_case(1, 1 << 20, 1, 3, 0, 1, 1, &seed);
 }
 
 START_TEST(test_groups) { check_both_thread_counts(groups_cases); }
