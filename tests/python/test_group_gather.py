@@ -1,10 +1,13 @@
-"""Group gathers: x[..., :c] of groups of C > c elements, bit-exact against NumPy and torch.
+"""Group gathers and scatters: x[..., :c] of groups of C > c elements, bit-exact against NumPy and torch.
 
 An RGBA image without its alpha (img[..., :3]), the xyz of (N, 4) points,
 x[:, 1:7] of (N, 8): a dense dst filled from groups of c elements with gaps
 between them in src.  Groups of up to 32 bytes take the shuffle kernels of
 src/group_gather_x86.c; groups of 2, 4 or 8 bytes, which the copy sees as
-single elements at a step that is no multiple of their size, too.  Checked
+single elements at a step that is no multiple of their size, too.  The
+inverse, copy_into(rgba[..., :3], rgb) or a plane into one channel, takes
+its AVX-512 scatters, which must leave every byte between the groups as it
+was: each scatter's whole buffer is compared with NumPy's assignment.  Checked
 at 1 and 2 threads, with sources and destinations off their cache lines and
 off their element alignment, lengths around the kernels' vector periods,
 rows that fuse and rows that do not (crops), and guard bytes around every
@@ -62,6 +65,29 @@ def check(view):
         assert raw[lo:lo + want.nbytes].tobytes() == want.tobytes(), ("copy_into", view.shape, view.strides, dst_off)
         assert not np.any(raw[:lo] != SENT) and not np.any(raw[lo + want.nbytes:] != SENT), "guard bytes written"
 
+def check_scatter(n, C, cols, dtype, seed, off):
+    # the inverse: a dense src into x[:, cols] of an (n, C) dst whose other
+    # bytes, and the guard bytes around it, must keep their sentinel
+    isz = np.dtype(dtype).itemsize
+    raw = np.full(n * C * isz + 128 + off, SENT, np.uint8)
+    lo = (-raw.ctypes.data) % 64 + off
+    if lo % isz:
+        if oracle == "torch":
+            return 0  # torch has no misaligned tensors
+        whole = np.ndarray((n, C), dtype, raw.data, offset=lo)
+    else:
+        whole = raw[lo:lo + n * C * isz].view(dtype).reshape(n, C)
+    view = whole[:, cols]
+    src = source(view.size, dtype, seed, 16).reshape(view.shape)
+    want = raw.copy()
+    np.ndarray((n, C), dtype, want.data, offset=lo)[:, cols] = src
+    if oracle == "numpy":
+        pl.copy_into(view, src)
+    else:
+        pl.copy_into(torch.from_numpy(view), torch.from_numpy(src))
+    assert raw.tobytes() == want.tobytes(), ("scatter", n, C, cols, dtype, off)
+    return 1
+
 # (c, C): c elements of each group of C
 GROUPS = [(3, 4), (2, 3), (3, 5), (3, 6), (3, 8), (6, 8), (5, 8), (4, 5), (7, 8), (3, 11), (5, 16), (8, 12),
           (2, 9), (3, 48)]
@@ -82,6 +108,9 @@ def run():
                         check(s[:, :c])
                         check(s[:, C - c:])  # the last element is the buffer's last
                         cases += 2
+                        cases += check_scatter(n, C, slice(0, c), dtype, n + C, off)
+                        cases += check_scatter(n, C, slice(C - c, C), dtype, n + C, off)
+                        cases += check_scatter(n, C, 1 % C, dtype, n + C, off)  # one channel
                 # 2-D crops: rows that do not fuse; an image's rows
                 a = source(37 * 90 * C, dtype, C, 16).reshape(37, 90, C)
                 for v in (a[:, :, :c], a[3:-2, 5:-7, C - c:], a[::2, 1:, :c]):
@@ -93,7 +122,7 @@ def run():
                 a = source(n * C, dtype, C, 0).reshape(-1, C)
                 check(a[:, :c])
                 check(a.reshape(256, -1, C)[::2, 1:, 1:1 + c])  # rows that do not fuse
-                cases += 2
+                cases += 2 + check_scatter(n, C, slice(0, c), dtype, C, 0) + check_scatter(n, C, 0, dtype, C, 0)
     print("simd=" + pl.info()["simd"], "cases", cases)
 
 run()
@@ -128,3 +157,24 @@ def test_rgba_to_rgb_and_point_xyz(np, torch):
         a = x.numpy() if x.dtype != torch.bfloat16 else None
         if a is not None:
             assert np.array_equal(pl.contiguous(a), np.ascontiguousarray(a))
+
+
+def test_rgb_into_rgba_and_plane_into_channel(torch):
+    """The inverse users write: RGB into an RGBA buffer, a plane into one channel; alpha untouched."""
+    g = torch.Generator().manual_seed(32)
+    rgba = torch.randint(0, 256, (480, 640, 4), dtype=torch.uint8, generator=g)
+    rgb = torch.randint(0, 256, (480, 640, 3), dtype=torch.uint8, generator=g)
+    plane = torch.randint(0, 256, (480, 640), dtype=torch.uint8, generator=g)
+    want = rgba.clone()
+    want[..., :3] = rgb
+    want[..., 3] = plane
+    version = rgba._version
+    pl.copy_into(rgba[..., :3], rgb)
+    pl.copy_into(rgba[..., 3], plane)
+    assert torch.equal(rgba, want)
+    assert rgba._version > version  # the writes are seen by autograd's checks
+    pts, xyz = torch.randn(100_003, 4, generator=g), torch.randn(100_003, 3, generator=g)
+    want = pts.clone()
+    want[:, :3] = xyz
+    pl.copy_into(pts[:, :3], xyz)
+    assert torch.equal(pts, want)
