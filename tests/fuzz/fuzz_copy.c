@@ -1256,40 +1256,58 @@ static void op_big_gather(reader *r)
 /* Large inputs only: x[..., :c] of groups of C > c elements (c = 1 to 8,
  * C up to c + 12) into a dense dst of 256 KiB - 8 MiB, so that the group
  * gathers (group_gather_x86.c) run on every window size and go parallel:
- * RGBA to RGB, the xyz of (N, 4) points.  src ends exactly at its last
- * group (ASan catches a load past it) and starts at a fuzzed byte offset;
- * its rows lie 0 to 2 elements apart past a row's last group, or exactly
- * one group's step (rows that fuse).  dst's slack holds a sentinel.  Every
- * element and every slack byte is checked. */
+ * RGBA to RGB, the xyz of (N, 4) points; with bit 7 of the gap byte, the
+ * other way, a dense src into the groups of a dst (the scatters: RGB into
+ * an RGBA buffer, a plane into one channel).  The strided side ends
+ * exactly at its last group (ASan catches a load past it) and starts at a
+ * fuzzed byte offset; its rows lie 0 to 2 elements apart past a row's last
+ * group, or exactly one group's step (rows that fuse).  Every element is
+ * checked, and every byte around the dense dst, or between the strided
+ * dst's groups, must still hold what it held. */
 static void op_big_groups(reader *r)
 {
     const size_t is = (size_t)1 << (u8(r) % 4);
-    const int64_t c = 1 + u8(r) % 8, C = c + 1 + u8(r) % 12, rows = 1 + u8(r) % 64, gap = u8(r) % 4;
-    const int64_t pad = gap == 3 ? C - c : gap;
+    const int64_t c = 1 + u8(r) % 8, C = c + 1 + u8(r) % 12, rows = 1 + u8(r) % 64;
+    const uint8_t gap_byte = u8(r);
+    const bool scatter = gap_byte & 0x80;
+    const int64_t gap = gap_byte % 4, pad = gap == 3 ? C - c : gap;
     const int64_t bytes_target = ((int64_t)256 << 10) + ((int64_t)u8(r) << 15); /* 256 KiB - 8.2 MiB */
     const int64_t n = bytes_target / (int64_t)is / c / rows; /* 64 or more */
-    int64_t shape[3] = {rows, n, c}, sstr[3] = {(n - 1) * C + c + pad, C, 1}, dstr[3] = {n * c, c, 1};
-    const size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
-    const size_t sbytes = (size_t)((rows - 1) * sstr[0] + (n - 1) * C + c) * is, dbytes = (size_t)(rows * n * c) * is;
-    uint8_t *sbuf = malloc(soff + sbytes), *dbuf = malloc(doff + dbytes + 64);
-    CHECK(sbuf && dbuf, "out of memory");
-    big_fill(sbuf, soff + sbytes);
-    memset(dbuf, 0xA5, doff + dbytes + 64);
+    int64_t shape[3] = {rows, n, c}, gstr[3] = {(n - 1) * C + c + pad, C, 1}, dense[3] = {n * c, c, 1};
+    const size_t goff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
+    const size_t gbytes = (size_t)((rows - 1) * gstr[0] + (n - 1) * C + c) * is, dbytes = (size_t)(rows * n * c) * is;
+    uint8_t *gbuf = malloc(goff + gbytes), *dbuf = malloc(doff + dbytes + 64);
+    CHECK(gbuf && dbuf, "out of memory");
     const DLDataType dt = big_dtype(is);
-    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
-                    .strides = sstr, .byte_offset = soff};
-    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
-                    .strides = dstr, .byte_offset = doff};
-    pylayout_status st = pylayout_copy(&src, &dst);
+    DLTensor grouped = {.data = gbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                        .strides = gstr, .byte_offset = goff};
+    DLTensor packed = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                       .strides = dense, .byte_offset = doff};
+    if (scatter) {
+        big_fill(dbuf, doff + dbytes + 64);
+        memset(gbuf, 0xA5, goff + gbytes);
+    } else {
+        big_fill(gbuf, goff + gbytes);
+        memset(dbuf, 0xA5, doff + dbytes + 64);
+    }
+    pylayout_status st = scatter ? pylayout_copy(&packed, &grouped) : pylayout_copy(&grouped, &packed);
     CHECK(st == PYLAYOUT_OK, "big groups failed: %d", (int)st);
+    const char *what = scatter ? "big group scatter" : "big group gather";
     for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < n; j++)
-            CHECK(memcmp(dbuf + doff + (size_t)((i * n + j) * c) * is,
-                         sbuf + soff + (size_t)(i * sstr[0] + j * C) * is, (size_t)c * is) == 0,
-                  "big groups (%lld of %lld): group %lld, %lld differs", (long long)c, (long long)C, (long long)i,
-                  (long long)j);
-    big_check_slack(dbuf, doff, dbytes, "big groups");
-    free(sbuf);
+        for (int64_t j = 0; j < n; j++) {
+            const size_t po = doff + (size_t)((i * n + j) * c) * is, go = goff + (size_t)(i * gstr[0] + j * C) * is;
+            CHECK(memcmp(dbuf + po, gbuf + go, (size_t)c * is) == 0, "%s (%lld of %lld): group %lld, %lld differs",
+                  what, (long long)c, (long long)C, (long long)i, (long long)j);
+            if (scatter) /* the group checked: mark it, so that only bytes between groups are left to check */
+                memset(gbuf + go, 0xA5, (size_t)c * is);
+        }
+    if (scatter) {
+        for (size_t i = 0; i < goff + gbytes; i++)
+            CHECK(gbuf[i] == 0xA5, "%s wrote between groups (byte %zu)", what, i);
+    } else {
+        big_check_slack(dbuf, doff, dbytes, what);
+    }
+    free(gbuf);
     free(dbuf);
 }
 
