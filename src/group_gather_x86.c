@@ -23,14 +23,16 @@
  *
  * No load reaches past the group's last byte (src + (n - 1) * step + g):
  * the AVX2 kernel goes byte by byte once a window would, the AVX-512 one
- * masks its loads there.  Bytes between groups are read, never written.
+ * masks its loads there.  Bytes between groups are read, never written
+ * (their values are discarded: another thread writing them meanwhile, an
+ * alpha channel, is a race in C's memory model that ThreadSanitizer would
+ * report, and harmless on x86; the step-k gathers read the same way).
  *
  * The inverse, a dense src into groups of dst (RGB into an RGBA buffer,
  * copy_into(rgba[..., :3], rgb); a plane into one channel), runs on
  * AVX-512 VBMI only: one load, vpermb and a store masked to the groups'
  * bytes a vector, so no byte between groups is written.
  */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -88,8 +90,12 @@ PL_INLINE __m128i pl_ld16(const char *p) { return _mm_loadu_si128((const __m128i
 /* The bytes [o, total) of dst one by one. */
 static void pl_gg_bytes(const char *src, char *dst, int64_t o, int64_t total, int64_t g, int64_t step)
 {
-    for (int64_t j = o; j < total; j++)
-        dst[j] = src[pl_gg_off(j, g, step)];
+    int64_t q = o / g, r = o % g;
+    for (int64_t j = o; j < total; j++) {
+        dst[j] = src[q * step + r];
+        if (++r == g)
+            r = 0, q++;
+    }
 }
 
 PL_AVX2 PL_INLINE void pl_gg16(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t, const int NL)

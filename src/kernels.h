@@ -87,7 +87,7 @@ struct _pylayout_group_gather {
     int nvec, loads;                     /* vectors a period; loads a vector's window */
     int64_t src_period;                  /* src bytes a period */
     int64_t base[PL_GG_MAX_VEC];         /* vector v's window: src + base[v], from its period's start */
-    uint64_t hi[PL_GG_MAX_VEC];          /* AVX-512, 4 loads: the lanes from the second pair */
+    uint64_t hi[PL_GG_MAX_VEC];          /* AVX-512 gathers: the lanes from the third and fourth loads */
     uint8_t ctl[PL_GG_MAX_VEC][64];      /* shuffle controls (AVX2: 16 a load) or indices (AVX-512) */
     uint64_t keep[PL_GG_MAX_VEC];        /* scatters: the bytes of dst vector v that groups hold */
 };
