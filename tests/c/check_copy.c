@@ -460,7 +460,7 @@ END_TEST
  * the vectors' periods, src and dst misaligned, rows that fuse into one
  * and rows that do not.  Each src buffer ends at the last byte of its
  * last group, as in stepk_case.  Each case also runs the other way
- * (groups_scatter_case). */
+ * (groups_scatter_case) and into planes (groups_planes_case). */
 static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is, size_t mis,
                         unsigned *seed)
 {
@@ -505,6 +505,25 @@ static void groups_scatter_case(int64_t rows, int64_t n, int64_t c, int64_t C, i
     check_and_free(&s, &d);
 }
 
+/* Groups with gaps into planes: x[:, :c].T of an (n, C) src into a dense
+ * (c, n) dst, RGBA's RGB to CHW (plan.c's pl_unzip_gaps: the groups
+ * gathered into a buffer, then unzipped). */
+static void groups_planes_case(int64_t n, int64_t c, int64_t C, size_t is, size_t mis, unsigned *seed)
+{
+    const int64_t shape[2] = {c, n}, sstrides[2] = {1, C};
+    const size_t span = (size_t)((n - 1) * C + c) * is, off = mis * (is > 1 ? is / 2 : 1) + mis;
+    unsigned char *buf = malloc(off + span);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < off + span; i++)
+        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    const DLTensor src = dl_make(buf, 2, shape, sstrides, dtype_of_size(is), off);
+    tens d;
+    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, is, mis * (is + 1), SENTINEL, seed);
+    check_against_ref(&src, &d);
+    tens_free(&d);
+    free(buf);
+}
+
 static void groups_cases(void)
 {
     unsigned seed = 3301;
@@ -524,12 +543,16 @@ static void groups_cases(void)
                     groups_scatter_case(1, lens[li], c, C, 0, is, mis, &seed);
                     groups_scatter_case(3, lens[li], c, C, 1, is, mis, &seed);
                     groups_scatter_case(2, lens[li], 1, C, 0, is, mis, &seed); /* one channel */
+                    if (c >= 2 && c <= 8 && lens[li] >= 16)
+                        groups_planes_case(lens[li] + 1365, c, C, is, mis, &seed);
                 }
         }
     /* 1 to 6 MiB of dst: the threads split the rows */
     for (size_t is = 1; is <= 8; is *= 2)
         groups_case(16, 65537, 3, 4, 5, is, 1, &seed);
     groups_case(1, 1 << 20, 2, 3, 0, 1, 1, &seed);
+    for (size_t is = 1; is <= 8; is *= 2)
+        groups_planes_case((int64_t)1 << 19, 3, 4, is, 1, &seed);
     for (size_t is = 1; is <= 4; is *= 2)
         groups_scatter_case(16, 65537, 3, 4, 5, is, 1, &seed);
     groups_scatter_case(1, 1 << 20, 1, 3, 0, 1, 1, &seed);

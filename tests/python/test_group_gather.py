@@ -7,7 +7,9 @@ src/group_gather_x86.c; groups of 2, 4 or 8 bytes, which the copy sees as
 single elements at a step that is no multiple of their size, too.  The
 inverse, copy_into(rgba[..., :3], rgb) or a plane into one channel, takes
 its AVX-512 scatters, which must leave every byte between the groups as it
-was: each scatter's whole buffer is compared with NumPy's assignment.  Checked
+was: each scatter's whole buffer is compared with NumPy's assignment.  Groups
+with gaps into planes (rgba[..., :3].permute(2, 0, 1), the DataLoader
+direction) gather into a buffer, then unzip.  Checked
 at 1 and 2 threads, with sources and destinations off their cache lines and
 off their element alignment, lengths around the kernels' vector periods,
 rows that fuse and rows that do not (crops), and guard bytes around every
@@ -116,6 +118,12 @@ def run():
                 for v in (a[:, :, :c], a[3:-2, 5:-7, C - c:], a[::2, 1:, :c]):
                     check(v)
                     cases += 1
+                # into planes: RGBA's RGB to CHW, the xyz of points transposed
+                if 2 <= c <= 8:
+                    for v in (a[:, :, :c].transpose(2, 0, 1), a[3:-2, 5:-7, C - c:].transpose(2, 0, 1),
+                              source(1500 * C, dtype, C, 3 * isz).reshape(1500, C)[:, :c].T):
+                        check(v)
+                        cases += 1
             # 2 to 4 MiB of dst: the threads split the rows
             for c, C in ((3, 4), (2, 3)):
                 n = ((4 << 20) // (isz * c) // 256 + 1) * 256
@@ -147,7 +155,8 @@ def test_rgba_to_rgb_and_point_xyz(np, torch):
     rgba = torch.randint(0, 256, (480, 640, 4), dtype=torch.uint8, generator=g)
     pts = torch.randn(100_003, 4, generator=g)
     for x in (rgba[..., :3], rgba[..., 1:], rgba[..., :2], rgba[10:-10, 20:-20, :3], pts[:, :3],
-              pts.double()[:, :3], pts.to(torch.bfloat16)[:, :3], pts.half()[:, 1:]):
+              pts.double()[:, :3], pts.to(torch.bfloat16)[:, :3], pts.half()[:, 1:],
+              rgba[..., :3].permute(2, 0, 1), pts[:, :3].T):
         got = pl.contiguous(x)
         assert isinstance(got, torch.Tensor) and got.is_contiguous()
         assert torch.equal(got, x.contiguous())
