@@ -1258,7 +1258,9 @@ static void op_big_gather(reader *r)
  * gathers (group_gather_x86.c) run on every window size and go parallel:
  * RGBA to RGB, the xyz of (N, 4) points; with bit 7 of the gap byte, the
  * other way, a dense src into the groups of a dst (the scatters: RGB into
- * an RGBA buffer, a plane into one channel).  The strided side ends
+ * an RGBA buffer, a plane into one channel); with bit 6 (not 7), into
+ * planes, the dense dst in (c, rows, n) order (RGBA's RGB to CHW: the
+ * groups gathered, then unzipped).  The strided side ends
  * exactly at its last group (ASan catches a load past it) and starts at a
  * fuzzed byte offset; its rows lie 0 to 2 elements apart past a row's last
  * group, or exactly one group's step (rows that fuse).  Every element is
@@ -1269,11 +1271,13 @@ static void op_big_groups(reader *r)
     const size_t is = (size_t)1 << (u8(r) % 4);
     const int64_t c = 1 + u8(r) % 8, C = c + 1 + u8(r) % 12, rows = 1 + u8(r) % 64;
     const uint8_t gap_byte = u8(r);
-    const bool scatter = gap_byte & 0x80;
+    const bool scatter = gap_byte & 0x80, planes = !scatter && (gap_byte & 0x40);
     const int64_t gap = gap_byte % 4, pad = gap == 3 ? C - c : gap;
     const int64_t bytes_target = ((int64_t)256 << 10) + ((int64_t)u8(r) << 15); /* 256 KiB - 8.2 MiB */
     const int64_t n = bytes_target / (int64_t)is / c / rows; /* 64 or more */
     int64_t shape[3] = {rows, n, c}, gstr[3] = {(n - 1) * C + c + pad, C, 1}, dense[3] = {n * c, c, 1};
+    if (planes)
+        dense[0] = n, dense[1] = 1, dense[2] = rows * n;
     const size_t goff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
     const size_t gbytes = (size_t)((rows - 1) * gstr[0] + (n - 1) * C + c) * is, dbytes = (size_t)(rows * n * c) * is;
     uint8_t *gbuf = malloc(goff + gbytes), *dbuf = malloc(doff + dbytes + 64);
@@ -1296,6 +1300,14 @@ static void op_big_groups(reader *r)
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < n; j++) {
             const size_t po = doff + (size_t)((i * n + j) * c) * is, go = goff + (size_t)(i * gstr[0] + j * C) * is;
+            if (planes) {
+                for (int64_t q = 0; q < c; q++)
+                    CHECK(memcmp(dbuf + doff + (size_t)(i * n + j + q * rows * n) * is, gbuf + go + (size_t)q * is,
+                                 is) == 0,
+                          "big groups into planes (%lld of %lld): element %lld, %lld, %lld differs", (long long)c,
+                          (long long)C, (long long)i, (long long)j, (long long)q);
+                continue;
+            }
             CHECK(memcmp(dbuf + po, gbuf + go, (size_t)c * is) == 0, "%s (%lld of %lld): group %lld, %lld differs",
                   what, (long long)c, (long long)C, (long long)i, (long long)j);
             if (scatter) /* the group checked: mark it, so that only bytes between groups are left to check */
