@@ -538,6 +538,9 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"RGBA -> RGB img[..., :3] ({h}, {w}, 4) uint8",
                       lambda h=h, w=w: torch.randint(0, 256, (h, w, 4), dtype=torch.uint8)[..., :3],
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    cases.append(Case(f"RGBA HWC -> RGB CHW img[..., :3].permute(2, 0, 1) ({h}, {w}, 4) uint8",
+                      lambda h=h, w=w: torch.randint(0, 256, (h, w, 4), dtype=torch.uint8)[..., :3].permute(2, 0, 1),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     cases.append(Case(f"point xyz pts[:, :3] ({npts}, 4) f32",
                       lambda npts=npts: torch.randn(npts, 4)[:, :3],
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
