@@ -427,6 +427,7 @@ static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, 
  * uint8 (1080,1920,4), 1 thread, 1946 us (torch 1646). */
 #define PL_UNZIP_GAPS_BYTES 4096
 
+__attribute__((noinline)) /* its 4 KiB buffer in its own frame, not in every copy's */
 static void pl_unzip_gaps(const pl_plan *p, const char *s, char *d, int64_t na)
 {
     _Alignas(PL_LINE_BYTES) char buf[PL_UNZIP_GAPS_BYTES];
