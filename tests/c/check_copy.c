@@ -408,22 +408,36 @@ END_TEST
  * plain load past it is caught by AddressSanitizer and valgrind, which run
  * this suite (valgrind on the AVX2 kernels: it has no AVX-512); the
  * AVX-512 kernels' masked loads, which never fault, neither checks. */
-static void stepk_case(int ndim, const int64_t *shape, int k, int64_t row_pad, size_t is, size_t mis, unsigned *seed)
+/* Copies a src of `shape` and element strides `sstrides` (all positive),
+ * in a buffer of random bytes that ends at the last byte of its last
+ * element and starts soff bytes before its first, into a dense dst doff
+ * bytes into its buffer, and checks the copy against the reference. */
+static void check_src_at_buffer_end(int ndim, const int64_t *shape, const int64_t *sstrides, size_t is, size_t soff,
+                                    size_t doff, unsigned *seed)
 {
-    const int64_t n = shape[ndim - 1], rows = ndim == 2 ? shape[0] : 1;
-    const int64_t row = (n - 1) * k + 1 + row_pad; /* elements from one src row's start to the next's */
-    const int64_t sstrides[2] = {ndim == 2 ? row : k, k};
-    const size_t span = (size_t)((rows - 1) * row + (n - 1) * k + 1) * is, off = mis * (is > 1 ? is / 2 : 1);
-    unsigned char *buf = malloc(off + span);
+    size_t span = 1;
+    for (int k = 0; k < ndim; k++)
+        span += (size_t)((shape[k] - 1) * sstrides[k]);
+    span *= is;
+    unsigned char *buf = malloc(soff + span);
     ck_assert_ptr_nonnull(buf);
-    for (size_t i = 0; i < off + span; i++)
+    for (size_t i = 0; i < soff + span; i++)
         buf[i] = (unsigned char)(rand_r(seed) >> 7);
-    const DLTensor src = dl_make(buf, ndim, shape, ndim == 2 ? sstrides : sstrides + 1, dtype_of_size(is), off);
+    const DLTensor src = dl_make(buf, ndim, shape, sstrides, dtype_of_size(is), soff);
     tens d;
-    tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, mis * is, SENTINEL, seed);
+    tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, doff, SENTINEL, seed);
     check_against_ref(&src, &d);
     tens_free(&d);
     free(buf);
+}
+
+static void stepk_case(int ndim, const int64_t *shape, int k, int64_t row_pad, size_t is, size_t mis, unsigned *seed)
+{
+    const int64_t n = shape[ndim - 1];
+    const int64_t row = (n - 1) * k + 1 + row_pad; /* elements from one src row's start to the next's */
+    const int64_t sstrides[2] = {ndim == 2 ? row : k, k};
+    check_src_at_buffer_end(ndim, shape, ndim == 2 ? sstrides : sstrides + 1, is, mis * (is > 1 ? is / 2 : 1),
+                            mis * is, seed);
 }
 
 static void stepk_cases(void)
@@ -465,19 +479,8 @@ static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t r
                         unsigned *seed)
 {
     const int64_t shape[3] = {rows, n, c};
-    const int64_t row = n * C + row_pad; /* elements from one src row's start to the next's */
-    const int64_t sstrides[3] = {row, C, 1};
-    const size_t span = (size_t)((rows - 1) * row + (n - 1) * C + c) * is, off = mis * (is > 1 ? is / 2 : 1) + mis;
-    unsigned char *buf = malloc(off + span);
-    ck_assert_ptr_nonnull(buf);
-    for (size_t i = 0; i < off + span; i++)
-        buf[i] = (unsigned char)(rand_r(seed) >> 7);
-    const DLTensor src = dl_make(buf, 3, shape, sstrides, dtype_of_size(is), off);
-    tens d;
-    tens_make(&d, 3, shape, NULL, NULL, NULL, NULL, is, mis * (is + 1), SENTINEL, seed);
-    check_against_ref(&src, &d);
-    tens_free(&d);
-    free(buf);
+    const int64_t sstrides[3] = {n * C + row_pad, C, 1}; /* rows fuse where row_pad is 0 */
+    check_src_at_buffer_end(3, shape, sstrides, is, mis * (is > 1 ? is / 2 : 1) + mis, mis * (is + 1), seed);
 }
 
 /* The inverse: a dense src into x[..., :c] of a dst with C > c elements a
@@ -511,17 +514,7 @@ static void groups_scatter_case(int64_t rows, int64_t n, int64_t c, int64_t C, i
 static void groups_planes_case(int64_t n, int64_t c, int64_t C, size_t is, size_t mis, unsigned *seed)
 {
     const int64_t shape[2] = {c, n}, sstrides[2] = {1, C};
-    const size_t span = (size_t)((n - 1) * C + c) * is, off = mis * (is > 1 ? is / 2 : 1) + mis;
-    unsigned char *buf = malloc(off + span);
-    ck_assert_ptr_nonnull(buf);
-    for (size_t i = 0; i < off + span; i++)
-        buf[i] = (unsigned char)(rand_r(seed) >> 7);
-    const DLTensor src = dl_make(buf, 2, shape, sstrides, dtype_of_size(is), off);
-    tens d;
-    tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, is, mis * (is + 1), SENTINEL, seed);
-    check_against_ref(&src, &d);
-    tens_free(&d);
-    free(buf);
+    check_src_at_buffer_end(2, shape, sstrides, is, mis * (is > 1 ? is / 2 : 1) + mis, mis * (is + 1), seed);
 }
 
 static void groups_cases(void)
