@@ -49,19 +49,26 @@
 
 static int64_t pl_gg_off(int64_t j, int64_t g, int64_t step) { return (j / g) * step + j % g; }
 
+/* Vectors of W bytes until a pattern of `bytes` repeats: lcm(bytes, W) / W,
+ * that is bytes / gcd(bytes, W). */
+static int64_t pl_gg_period(int64_t bytes, int64_t W)
+{
+    int64_t a = bytes, b = W;
+    while (b != 0) {
+        const int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return bytes / a;
+}
+
 /* The period and windows for vectors of W bytes and windows of at most
  * max_loads loads of L bytes; false where they do not fit. */
 static bool pl_gg_shape(_pylayout_group_gather *t, int64_t g, int64_t step, int W, int L, int max_loads)
 {
     if (g < 2 || g > PL_GG_MAX_GROUP || step <= g || step > PL_GG_MAX_STEP)
         return false;
-    int64_t a = g, b = W;
-    while (b != 0) {
-        const int64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    const int64_t nvec = g / a; /* lcm(g, W) / W */
+    const int64_t nvec = pl_gg_period(g, W);
     if (nvec > PL_GG_MAX_VEC)
         return false;
     int loads = 1;
@@ -76,7 +83,6 @@ static bool pl_gg_shape(_pylayout_group_gather *t, int64_t g, int64_t step, int 
     }
     t->g = g;
     t->step = step;
-    t->vec = W;
     t->nvec = (int)nvec;
     t->loads = loads;
     t->src_period = nvec * W / g * step;
@@ -292,18 +298,11 @@ bool _pylayout_group_scatter_avx512(_pylayout_group_gather *t, int64_t g, int64_
     if ((_pylayout_cpu_features() & PL_CPU_AVX512VBMI) == 0 || g < 1 || g >= 16 || step <= g || step > 16 ||
         (step == 16 && (g & (g - 1)) == 0))
         return false;
-    int64_t a = step, b = 64;
-    while (b != 0) {
-        const int64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    const int64_t nvec = step / a; /* lcm(step, 64) / 64 */
+    const int64_t nvec = pl_gg_period(step, 64);
     if (nvec > PL_GG_MAX_VEC)
         return false;
     t->g = g;
     t->step = step;
-    t->vec = 64;
     t->nvec = (int)nvec;
     t->loads = 1;
     t->src_period = nvec * 64 / step * g;

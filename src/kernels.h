@@ -83,7 +83,6 @@ typedef struct _pylayout_group_gather _pylayout_group_gather;
 struct _pylayout_group_gather {
     void (*run)(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t);
     int64_t g, step;                     /* group bytes, src bytes from a group to the next */
-    int64_t vec;                         /* bytes of dst a vector */
     int nvec, loads;                     /* vectors a period; loads a vector's window */
     int64_t src_period;                  /* src bytes a period */
     int64_t base[PL_GG_MAX_VEC];         /* vector v's window: src + base[v], from its period's start */
