@@ -322,6 +322,57 @@ static void pl_sfence(void) { _mm_sfence(); }
         }                                                                                                \
     }
 
+/* ---- Transposes out of planes (_pylayout_tile_zip_fn) ----
+ *
+ * NumPy's a.T of a (C,H,W) array, (C,H,W) by (2,1,0): src C planes of H
+ * rows of W elements, dst W rows of H pixels of C elements.  The inverse
+ * of the split tile: one transpose into dst rows of H * C elements whose
+ * V src rows a block come from the planes in turn, C to a pixel
+ * (_pl_split_rows gives their offsets).
+ *
+ * NAME: blocks of V src rows x H * V columns (H V x V transposes side by
+ * side along the src rows, LOAD one src row of V elements, TRANSPOSE,
+ * STORE one dst row of V elements), so that a block reads whole 64-byte
+ * lines of its src rows.  Blocks of H * V dst rows in the outer loop, each
+ * filled along the unit's src rows in turn, so its dst rows are written
+ * front to back; each block prefetches into L2 the lines its src rows hold
+ * for the next block of dst rows (a unit reads P * na src rows at once,
+ * more streams than the hardware prefetchers follow).  The last block
+ * along each side shifted back to overlap the one before (elements written
+ * twice, the same value: src and dst never overlap).  Figures: plan.c,
+ * pl_choose_planes. */
+#define PL_DEFINE_ZIP_TILE(NAME, ATTR, SIZE, V, H, VEC, LOAD, TRANSPOSE, STORE)                          \
+    ATTR static void NAME(const char *src, int64_t ssa, int64_t ssq, int P, char *dst, int64_t dsb,      \
+                          int64_t nc, int64_t nb)                                                        \
+    {                                                                                                    \
+        enum { VJ = (H) * (V) };                                                                         \
+        if (nc < (V) || nb < VJ) {                                                                       \
+            _pl_zip_move(src, ssa, ssq, P, dst, dsb, nc, nb, SIZE);                                      \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t j = 0; j < nb; j += VJ) {                                                           \
+            const int64_t J = j + VJ > nb ? nb - VJ : j;                                                 \
+            for (int64_t c = 0; c < nc; c += (V)) {                                                      \
+                const int64_t C = c + (V) > nc ? nc - (V) : c;                                           \
+                int64_t soff[V];                                                                         \
+                _pl_split_rows(C, P, ssa, ssq, V, soff);                                                 \
+                const uintptr_t next = (uintptr_t)src + (uintptr_t)((J + VJ) * (SIZE)); /* no object there */ \
+                _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++) /* the next block's lines, into L2 */ \
+                    __builtin_prefetch((const void *)(next + (uintptr_t)soff[k]), 0, 2);                   \
+                _Pragma("GCC unroll 2") for (int h = 0; h < (H); h++) {                                  \
+                    const int64_t jh = (J + h * (V)) * (SIZE);                                           \
+                    VEC x[V], o[V];                                                                      \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        x[k] = LOAD(src + soff[k] + jh);                                                 \
+                    TRANSPOSE(x, o);                                                                     \
+                    char *d = dst + (J + h * (V)) * dsb + C * (SIZE);                                    \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        STORE(d + k * dsb, o[k]);                                                        \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
 PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro2_sse2, PL_SSE2, 8, __m128i, pl_t8x8_epi16, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro4_sse2, PL_SSE2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
@@ -795,6 +846,8 @@ PL_DEFINE_G3_TILE(pl_g3tile4_avx2, PL_AVX2, 4, 2, pl_g3_block256)
 PL_DEFINE_SPLIT_TILE(pl_split1_narrow, PL_AVX2, 1, 16, 1, __m128i, pl_loadu_si128c, pl_t16x16_epi8_regs, pl_storeu_si128)
 PL_DEFINE_SPLIT_TILE(pl_split4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256)
 PL_DEFINE_SPLIT_TILE(pl_split8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256)
+PL_DEFINE_ZIP_TILE(pl_zip4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256)
+PL_DEFINE_ZIP_TILE(pl_zip8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256)
 
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
@@ -806,6 +859,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     PL_AVX2_TILES(pl_tile1_avx2, pl_tile2_avx2, pl_tile4_avx2),
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx2, [PL_SIZE2] = pl_g3tile2_avx2, [PL_SIZE4] = pl_g3tile4_avx2},
     .tile_split = {[PL_SIZE4] = pl_split4_avx2, [PL_SIZE8] = pl_split8_avx2},
+    .tile_zip = {[PL_SIZE4] = pl_zip4_avx2, [PL_SIZE8] = pl_zip8_avx2},
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
     .tile_stream = {
@@ -1153,6 +1207,8 @@ PL_AVX512 static void pl_split1_avx512(const char *src, int64_t ssa, char *dst, 
 PL_DEFINE_SPLIT_TILE(pl_split4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512, pl_storeu_ps512)
 PL_AVX512 static inline void pl_storeu_pd512(char *d, __m512d v) { _mm512_storeu_pd((double *)(void *)d, v); }
 PL_DEFINE_SPLIT_TILE(pl_split8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512, pl_storeu_pd512)
+PL_DEFINE_ZIP_TILE(pl_zip4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512, pl_storeu_ps512)
+PL_DEFINE_ZIP_TILE(pl_zip8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512, pl_storeu_pd512)
 
 /* The cached 4-byte tile: 16x16 blocks, one 64-byte store per dst row, in
  * strips of 16 or 32 dst rows (PL_DEFINE_TILE_STRIPS).  Measured on the
@@ -1400,6 +1456,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx512, [PL_SIZE2] = pl_g3tile2_avx512, [PL_SIZE4] = pl_g3tile4_avx512},
     .tile_split = {[PL_SIZE1] = pl_split1_avx512, [PL_SIZE2] = pl_split2_avx512, [PL_SIZE4] = pl_split4_avx512,
                    [PL_SIZE8] = pl_split8_avx512},
+    .tile_zip = {[PL_SIZE4] = pl_zip4_avx512, [PL_SIZE8] = pl_zip8_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx512,

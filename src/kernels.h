@@ -52,6 +52,16 @@ typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64
 typedef void (*_pylayout_tile_split_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,
                                         int64_t na, int64_t nc);
 
+/* Its inverse, a tile transpose out of planes: for c < nc, j < nb,
+ *     dst[j * dsb + c * itemsize] = src[(c / P) * ssa + (c % P) * ssq + j * itemsize]
+ * (strides in bytes).  Src holds each group's elements in P planes ssq
+ * bytes apart, dst rows are rows of groups of P elements packed: NumPy's
+ * a.T of a (C,H,W) array, (C,H,W) by (2,1,0), seen as one transpose into
+ * dst rows of H * C elements whose src rows come P to a group, one in each
+ * plane. */
+typedef void (*_pylayout_tile_zip_fn)(const char *src, int64_t ssa, int64_t ssq, int P, char *dst, int64_t dsb,
+                                      int64_t nc, int64_t nb);
+
 /* A strided-row kernel: dst[i * itemsize] = src[i * 2 * itemsize] for
  * i < n (a unit-stride dst filled from every other element of src, as in
  * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
@@ -188,6 +198,9 @@ typedef struct _pylayout_kernels {
      * size; NULL: such copies go through planes in L1 buffers (plan.c's
      * pl_run_planes). */
     _pylayout_tile_split_fn tile_split[PL_NSIZES];
+    /* Transposes out of planes (see _pylayout_tile_zip_fn), per element
+     * size; NULL: such copies go through planes in L1 buffers. */
+    _pylayout_tile_zip_fn tile_zip[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Step-k gathers, 3 <= k <= 8, per element size. */
@@ -320,7 +333,8 @@ PL_DEFINE_MOVE2D(_pl_move2d_8, 8)
 PL_DEFINE_MOVE2D(_pl_move2d_16, 16)
 
 /* off[k] = the byte offset of dst row c0 + k of a split tile (see
- * _pylayout_tile_split_fn), for k < n. */
+ * _pylayout_tile_split_fn), or of src row c0 + k of a zip tile (dsb, dsq:
+ * its ssa, ssq), for k < n. */
 static inline void _pl_split_rows(int64_t c0, int P, int64_t dsb, int64_t dsq, int n, int64_t *off)
 {
     int64_t g = c0 / P, q = c0 % P;
@@ -328,6 +342,18 @@ static inline void _pl_split_rows(int64_t c0, int P, int64_t dsb, int64_t dsq, i
         off[k] = g * dsb + q * dsq;
         if (++q == P)
             q = 0, g++;
+    }
+}
+
+/* A zip tile element by element, for tiles thinner than a block. */
+static inline void _pl_zip_move(const char *src, int64_t ssa, int64_t ssq, int P, char *dst, int64_t dsb,
+                                int64_t nc, int64_t nb, size_t e)
+{
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t sc;
+        _pl_split_rows(c, P, ssa, ssq, 1, &sc);
+        for (int64_t j = 0; j < nb; j++)
+            memcpy(dst + j * dsb + c * (int64_t)e, src + sc + j * (int64_t)e, e);
     }
 }
 

@@ -205,6 +205,7 @@ typedef struct pl_plan {
     bool planes_ahead;                    /* planes: prefetch dst and the next unit's src (pl_run_planes) */
     _pylayout_tile_fn tile3;              /* planes: 3-element groups packed in both, in registers; or NULL */
     _pylayout_tile_split_fn tile_split;   /* planes: groups packed in src into dst's planes, in registers; or NULL */
+    _pylayout_tile_zip_fn tile_zip;       /* planes: src's planes into groups packed in dst, in registers; or NULL */
     _pylayout_gather2_fn gather2;         /* STRIDED, src step 2 into unit dst */
     _pylayout_gatherk_fn gatherk;         /* STRIDED, src step gk (3-8) into unit dst */
     int gk;
@@ -369,6 +370,10 @@ static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, 
     }
     if (p->tile_split != NULL) { /* dst in planes: the unit's src rows of nb * P elements, in registers */
         p->tile_split(s, p->ssa, d, p->dsb, p->dsq, (int)p->planes, na, nb * p->planes);
+        return;
+    }
+    if (p->tile_zip != NULL) { /* src in planes: the unit's dst rows of na * P elements, in registers */
+        p->tile_zip(s, p->ssa, p->ssq, (int)p->planes, d, p->dsb, na * p->planes, nb);
         return;
     }
     const int64_t e = (int64_t)p->itemsize / p->planes, g = (int64_t)p->itemsize;
@@ -1129,21 +1134,43 @@ static bool pl_group_copy(int n, const int64_t *shape, const int64_t *ss, const 
 }
 
 /* Whether a copy of groups of P elements of e bytes, packed in one tensor
- * only, goes through planes, its tiles na x nb groups.  Not where the
- * TRANSPOSE copy's tiles, which take the short dim against the other
- * tensor's contiguous one, already read or write whole SIMD blocks of it:
- * 8 elements of 2 bytes or more (float16 (64,64,64,8) by (0,3,2,1): 20
- * GB/s against 13 through planes), or groups of half a line or more
- * (float32 (64,64,64,8) by (2,0,3,1), float64 (8,1024,1024) by (2,1,0):
- * 20 and 10 against 6-9 and 5-8).  Nor where the tiles would have a short
- * side (fewer than PL_THIN_MIN_LONG groups): each plane would be a thin
- * tile (float16 (8,3,512,512) by (2,3,1,0): 21 GB/s against 3). */
+ * only, goes through planes, its tiles na x nb groups.  Through the L1
+ * buffers, not where the TRANSPOSE copy's tiles, which take the short dim
+ * against the other tensor's contiguous one, already read or write whole
+ * SIMD blocks of it: 8 elements of 2 bytes or more (float16 (64,64,64,8)
+ * by (0,3,2,1): 20 GB/s against 13 through planes), or groups of half a
+ * line or more (float32 (64,64,64,8) by (2,0,3,1), float64 (8,1024,1024)
+ * by (2,1,0): 20 and 10 against 6-9 and 5-8).  Nor where the tiles would
+ * have a short side (fewer than PL_THIN_MIN_LONG groups): each plane would
+ * be a thin tile (float16 (8,3,512,512) by (2,3,1,0): 21 GB/s against 3).
+ *
+ * Where the kernels transpose the groups in registers instead
+ * (in_registers: tile_split or tile_zip for e-byte elements), groups of 4-
+ * and 8-byte elements up to 56 bytes go through planes too: those tiles
+ * read and write whole lines of every row, where the TRANSPOSE copy's took
+ * a few bytes of each short src or dst row a unit.  Measured on the 2-core
+ * Zen 5 dev VM, torch tensors, copy_into in a loop, best of 7, GB/s, 1
+ * thread, two rounds, TRANSPOSE -> in registers, by (2,1,0):
+ *   float32 (7,1024,1024) 2.5-2.6 -> 10.0-10.5, (1024,1024,7) 2.0 ->
+ *   9.3-9.5, (8,1024,1024) 3.7-3.9 -> 11.3-11.9, (1024,1024,8) 5.7-5.9 ->
+ *   9.6-9.9, (7,512,512) 3.9 -> 16.5-26.3, (80,96,7) 9.2-10.7 ->
+ *   46.5-48.7; float64 (4,1024,1024) 5.3-5.4 -> 14.6-15.0,
+ *   (1024,1024,4) 6.3-6.6 -> 11.5-11.7, (6,512,512) 4.3-4.4 -> 10.8-18.0,
+ *   (80,96,6) 31 -> 49-54;
+ * and 2 threads, float32 (7,1024,1024) 4.9 -> 15.9-18.7, float64
+ * (4,1024,1024) 8.5-10.0 -> 21.6.  Not groups of 8 float64 (a whole line,
+ * which the TRANSPOSE copy's tiles move as one element): 10 GB/s either
+ * way at (8,1024,1024), and slower in registers on AVX2 ((8,512,512) 14
+ * against 10) and at 2 threads. */
 #define PL_APART_MAX_GROUP_BYTES 24
 
-static bool pl_apart_wins(int64_t P, int64_t e, int64_t na, int64_t nb)
+static bool pl_apart_wins(int64_t P, int64_t e, int64_t na, int64_t nb, bool in_registers)
 {
-    return P * e <= PL_APART_MAX_GROUP_BYTES && (P < 8 || e == 1) && na >= PL_THIN_MIN_LONG &&
-           nb >= PL_THIN_MIN_LONG;
+    if (na < PL_THIN_MIN_LONG || nb < PL_THIN_MIN_LONG)
+        return false;
+    if (in_registers && e >= 4 && P * e < 64)
+        return true;
+    return P * e <= PL_APART_MAX_GROUP_BYTES && (P < 8 || e == 1);
 }
 
 /* Transposes of short dims (2 to PL_THIN_MAX_P elements) that run through
@@ -1203,7 +1230,7 @@ static bool pl_plane_dims(const _pylayout_kernels *k, int n, const int64_t *shap
     if (ds[last] == e && ss[last] != 0 && P >= 2 && P <= PL_THIN_MAX_P && ds[n - 2] == g) { /* packed in dst */
         *pg = (pl_groups){(int)P, ss[last], 0};
         if (pl_group_copy(n, shape, ss, ds, last, e, g, rshape, rss, rds, &b) &&
-            pl_apart_wins(P, e, rshape[n - 2], rshape[b]))
+            pl_apart_wins(P, e, rshape[n - 2], rshape[b], k->tile_zip[lg] != NULL))
             return true;
     }
     for (int q = 0; q < last && ds[last] == e; q++) /* packed in src */
@@ -1211,13 +1238,13 @@ static bool pl_plane_dims(const _pylayout_kernels *k, int n, const int64_t *shap
             const int64_t gq = shape[q] * e;
             *pg = (pl_groups){(int)shape[q], 0, ds[q]};
             return pl_group_copy(n, shape, ss, ds, q, gq, gq, rshape, rss, rds, &b) &&
-                   pl_apart_wins(shape[q], e, rshape[n - 2], rshape[b]);
+                   pl_apart_wins(shape[q], e, rshape[n - 2], rshape[b], k->tile_split[lg] != NULL);
         }
     return false;
 }
 
 static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_groups *pg, int64_t total_bytes,
-                             int64_t stream_bytes)
+                             int64_t stream_bytes, int64_t outer, int nt)
 {
     const int P = pg->P;
     p->planes_heap = total_bytes >= PL_PLANES_HEAP_MIN_BYTES;
@@ -1267,12 +1294,29 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      * Bytes whose dst rows lie a multiple of 1 KiB apart stay on planes: a
      * block's 64 dst lines then share 4 of L1's 64 sets or fewer
      * ((1024,1024,4) 37 -> 27-34, (2048,2048,2) 27-28 -> 22-23).
-     * Not the inverse (src in planes, groups packed in dst, as a transpose
-     * into planes read backwards): its 16 src rows a block, P planes
-     * apart, crowd one L1 set where rows lie a power of two apart (float32
-     * (3,2048,2048) by (2,1,0) 19.5 -> 8.0 GB/s). */
+     * Their inverse, src in planes into groups packed in dst, goes through
+     * registers as well (tile_zip: 4- and 8-byte elements), its blocks of
+     * dst rows outermost.  Measured as above, (C,H,W) by (2,1,0), GB/s,
+     * 1 thread / 2 threads, through planes -> tile_zip:
+     *   float32 (4,1024,1024) 12.6-12.7 -> 13.7-15.8 and 24.2-24.8 ->
+     *   28.7-29.8; (4,500,700) 24.4-25.5 -> 33.7-36.1 and 44-45 -> 63-64;
+     *   (4,96,80) 23.7-24.4 -> 35.6-36.5 and 23.7 -> 35.8;
+     *   float64 (2,96,80) 25.5 -> 37.5 (AVX2 25.7 -> 34.7).
+     * Src rows outermost instead (each block's dst rows down the unit,
+     * every store a new line) ran at half that: float32 (2,512,512) 9.7-10
+     * against 23-24, (4,1024,1024) 8.7-9.2 against 16-17.  The blocks read
+     * the lines of the next block of dst rows ahead (into L2: into L1 they
+     * crowd out the lines in use, float64 (4,1024,1024) 9.9 against 14.4).
+     * Groups of 2 or 3 (and, in copies that stay in cache, of 4-6) whose
+     * dst rows lie a multiple of 4 KiB apart stay on planes: a block's 16
+     * dst rows then share one L1 set (through planes -> tile_zip, three
+     * rounds: float32 (2,512,512) 29.2-30.9 -> 23.7-23.8, float64
+     * (3,1024,1024) 12.2-12.8 -> 9.1-9.9, float32 (3,2048,2048) 9.4-9.7 ->
+     * 8.3-9.1). */
     const bool crowded = lg == PL_SIZE1 && p->dsb % 1024 == 0;
     p->tile_split = pg->ssq == 0 && pg->dsq != 0 && !crowded ? k->tile_split[lg] : NULL;
+    const bool zip_crowded = p->dsb % 4096 == 0 && P * e <= PL_APART_MAX_GROUP_BYTES && (P <= 3 || !p->planes_ahead);
+    p->tile_zip = pg->ssq != 0 && pg->dsq == 0 && !zip_crowded ? k->tile_zip[lg] : NULL;
     p->ssq = pg->ssq;
     p->dsq = pg->dsq;
     p->tile = k->tile[lg];
@@ -1281,12 +1325,26 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
     int64_t T = 16;
     while ((T + 16) * (T + 16) * P * e <= PL_PLANES_BUFFER_BYTES)
         T += 16;
-    if (p->tile3 != NULL || p->tile_split != NULL) /* no buffers */
+    if (p->tile3 != NULL || p->tile_split != NULL || p->tile_zip != NULL) /* no buffers */
         p->planes_heap = false;
-    if (p->tile_split != NULL)
+    if (p->tile_split != NULL || p->tile_zip != NULL)
         T = PL_SPLIT_UNIT;
     p->ta = pl_min(p->na, T);
     p->tb = pl_min(p->nb, T);
+    /* Units in registers are large: a parallel copy of fewer than 4 units
+     * a thread (outer: their count over the other dims) gets smaller ones,
+     * so that the team's threads each find some to claim (threads.c: the
+     * first thread to run takes the next chunk; with 2 chunks a copy of 10
+     * us ran both on the caller before the other woke).  float64 (7,96,80)
+     * by (2,1,0), 2 threads, us: 1 unit 10.7, 2 units 10.8, 4 units 7.0
+     * (1 thread 10.0); (7,384,320) 9 units: 103 (1 thread 160). */
+    if (nt > 1 && (p->tile_split != NULL || p->tile_zip != NULL))
+        while (outer * pl_ceil_div(p->na, p->ta) * pl_ceil_div(p->nb, p->tb) < 4 * nt && pl_max(p->ta, p->tb) > 32) {
+            if (p->ta >= p->tb)
+                p->ta = pl_ceil_div(p->ta, 2);
+            else
+                p->tb = pl_ceil_div(p->tb, 2);
+        }
 }
 
 /* A TRANSPOSE one of whose sides is 2 to 8 elements (pl_thin_wins) and the
@@ -1674,7 +1732,10 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     p.dsb = b >= 0 ? ds[b] : 0;
 
     if (pg != NULL) {
-        pl_choose_planes(&p, k, pg, total_bytes, stream_bytes);
+        int64_t outer = 1;
+        for (int q = 0; q < n; q++)
+            outer *= q == a || q == b ? 1 : shape[q];
+        pl_choose_planes(&p, k, pg, total_bytes, stream_bytes, outer, nt);
     } else if (p.kind == PL_TRANSPOSE && pl_choose_thin(&p, k)) {
         /* a thin transpose: kernels and units chosen */
     } else if (p.kind != PL_TRANSPOSE) {

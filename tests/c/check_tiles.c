@@ -531,28 +531,64 @@ END_TEST
 /* Groups packed in src into planes in dst, (H,W,P) by (2,1,0), through
  * the transposes into planes in registers (tile_split: every element size
  * on AVX-512, bytes in 64 x 64 blocks or, thinner, 16 x 16 ones; 4 and 8
- * bytes on AVX2) or through planes (the rest).
+ * bytes on AVX2, groups up to 56 bytes) or through planes (the rest; wider
+ * groups of 2 bytes and float64 8s stay tile transposes).
  * Units are 128 x 128 groups there, so H = 133 leaves a last unit 5 rows
  * tall (thinner than a block: element by element), W = 129 a last unit of
  * one group (P elements a src row, fewer than a block's columns), and the
  * others end mid-block (the last block shifted back); several units along
- * both sides, at 1 and 2 threads. */
+ * both sides, at 1 and 2 threads.  The last shape, over 1 MiB (so it goes
+ * parallel) but of 2 x 2 units, is cut into smaller ones at 2 threads. */
 START_TEST(test_split_planes)
 {
     static const int rev[3] = {2, 1, 0};
     static const int64_t hw[][2] = {{133, 129}, {37, 300}, {300, 41}, {16, 17}};
-    static const int64_t P[] = {2, 3, 4, 5, 8};
-    copy_case cases[4 * 5 * 4];
+    static const int64_t P[] = {2, 3, 4, 5, 7, 8};
+    copy_case cases[4 * 6 * 4 + 2];
     int n = 0;
     for (size_t e = 1; e <= 8; e *= 2)
-        for (int k = 0; k < 5; k++) {
-            if (P[k] * (int64_t)e > 24 || (P[k] == 8 && e != 1))
-                continue; /* not through planes (pl_apart_wins) */
+        for (int k = 0; k < 6; k++)
             for (int s = 0; s < 4; s++) {
                 const int64_t shape[3] = {hw[s][0], hw[s][1], P[k]};
                 cases[n++] = permute_case(3, shape, rev, e);
             }
-        }
+    static const int64_t parallel4[3] = {150, 130, 7}, parallel8[3] = {130, 150, 7};
+    cases[n++] = permute_case(3, parallel4, rev, 4);
+    cases[n++] = permute_case(3, parallel8, rev, 8);
+    static const size_t offs[] = {0, 0, 4, 8, 16, 24, 2, 64};
+    case_set set = {cases, n, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
+/* The inverse: src in planes into groups packed in dst, (P,H,W) by
+ * (2,1,0) (NumPy's a.T of a CHW image), through the transposes out of
+ * planes in registers (tile_zip: 4 and 8 bytes on AVX-512 and AVX2,
+ * groups up to 56 bytes) or through planes (the rest, and groups of 2-3
+ * elements whose dst rows lie a multiple of 4 KiB apart: the last two
+ * small shapes).  Units are 128 x 128 groups, so H = 133 leaves a last
+ * unit of 5 groups a dst row (thinner than a block), W = 129 one of one
+ * dst row; the others end mid-block; the 1 MiB ones are cut into smaller
+ * units at 2 threads. */
+START_TEST(test_zip_planes)
+{
+    static const int rev[3] = {2, 1, 0};
+    static const int64_t hw[][2] = {{133, 129}, {37, 300}, {300, 41}, {16, 17}};
+    static const int64_t P[] = {2, 3, 4, 5, 7, 8};
+    copy_case cases[4 * 6 * 4 + 4];
+    int n = 0;
+    for (size_t e = 1; e <= 8; e *= 2)
+        for (int k = 0; k < 6; k++)
+            for (int s = 0; s < 4; s++) {
+                const int64_t shape[3] = {P[k], hw[s][0], hw[s][1]};
+                cases[n++] = permute_case(3, shape, rev, e);
+            }
+    static const int64_t crowded2[3] = {2, 512, 40}, crowded3[3] = {3, 512, 21};
+    static const int64_t parallel4[3] = {7, 150, 130}, parallel8[3] = {5, 130, 210};
+    cases[n++] = permute_case(3, crowded2, rev, 4); /* dst rows 4 KiB apart */
+    cases[n++] = permute_case(3, crowded3, rev, 8); /* 12 KiB */
+    cases[n++] = permute_case(3, parallel4, rev, 4);
+    cases[n++] = permute_case(3, parallel8, rev, 8);
     static const size_t offs[] = {0, 0, 4, 8, 16, 24, 2, 64};
     case_set set = {cases, n, offs, 4};
     at_1_and_2_threads(run_set, &set);
@@ -588,7 +624,7 @@ static Suite *tiles_suite(void)
         TCASE("f64", TEST(test_f64_streaming)),
         TCASE("f16", TEST(test_f16_streaming_off_lines)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
-              TEST(test_split_planes)),
+              TEST(test_split_planes), TEST(test_zip_planes)),
     };
     return SUITE_OF("tiles", cases, 300);
 }

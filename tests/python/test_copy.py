@@ -530,6 +530,7 @@ rng = np.random.default_rng(37)
 checked = 0
 cases = [(dtype, c) for dtype in (np.uint8, np.float16, np.float32, np.float64) for c in (2, 3)]
 cases += [(np.uint8, 4), (np.uint8, 8), (np.float16, 5), (np.float32, 4), (np.int32, 6), (np.int16, 7)]
+cases += [(np.float32, 7), (np.int32, 8), (np.float64, 4), (np.int64, 5), (np.float64, 7)]  # wider than 24 bytes
 for threads in (1, 2):
     pl.set_num_threads(threads)
     for dtype, c in cases:
@@ -549,7 +550,49 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_transposes_into_planes_on_every_simd_path(path):
-    _check_in_simd_child(SPLIT_CHILD, path, 672)
+    _check_in_simd_child(SPLIT_CHILD, path, 912)
+
+
+# Their inverse: src in planes into groups packed in dst (NumPy's a.T of a
+# (C,H,W) array, and NCHW -> NWHC-like 4-D permutes) in registers: plan.c's
+# tile_zip, one transpose into dst rows of H * C elements whose src rows
+# come C to a pixel, one from each plane (copy_x86.c; 4 and 8 bytes on
+# AVX-512 and AVX2, groups up to 56 bytes; the other paths and sizes, and
+# groups of 2-3 whose dst rows lie a multiple of 4 KiB apart, through
+# planes).  Units are 128 x 128 pixels, so 133 leaves a last unit 5 pixels
+# a dst row (thinner than a block) and 129 one of one dst row; the others
+# end mid-block; planes whose rows are sliced (further apart than a row);
+# a 1 MiB copy of few units, cut into smaller ones at 2 threads.  Against
+# NumPy and torch, src off by an element, dst on and off its lines, 1 and
+# 2 threads, every SIMD path.
+ZIP_CHILD = r"""
+rng = np.random.default_rng(41)
+checked = 0
+cases = [(dtype, c) for dtype in (np.float32, np.float64, np.int32, np.uint8, np.float16) for c in (2, 3)]
+cases += [(np.float32, 4), (np.float32, 5), (np.float32, 7), (np.int32, 8), (np.float64, 4), (np.int64, 6),
+          (np.float64, 7), (np.float64, 8)]
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for dtype, c in cases:
+        isz = np.dtype(dtype).itemsize
+        for h, w in ((133, 129), (16, 17), (300, 41), (37, 300), (512 // c, 40)):
+            flat = rng.integers(0, 256, (c * h * (w + 5) + 1) * isz, dtype=np.uint8).view(dtype)
+            for src_off in (0, 1):
+                a = flat[src_off:src_off + c * h * w].reshape(c, h, w)
+                checked += check_permuted(a, (2, 1, 0), (0, 3 * isz), (dtype, c, h, w, threads, src_off))
+            sliced = flat[:c * h * (w + 5)].reshape(c, h, w + 5)[:, :, 2:w + 2]
+            checked += check_permuted(sliced, (2, 1, 0), (0,), (dtype, c, h, w, threads, "sliced"))
+            nchw = flat[:2 * c * (h // 2) * w].reshape(2, c, h // 2, w)
+            checked += check_permuted(nchw, (0, 3, 2, 1), (0,), (dtype, c, h, w, threads, "4-D"))
+    big = rng.standard_normal(7 * 150 * 130).reshape(7, 150, 130)
+    checked += check_permuted(big, (2, 1, 0), (0, 16), (threads, "1 MiB"))
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_transposes_out_of_planes_on_every_simd_path(path):
+    _check_in_simd_child(ZIP_CHILD, path, 1084)
 
 
 # The same transposes through planes past half of L3 (over 8 MiB, the most
