@@ -505,11 +505,13 @@ def copy_cases(quick: bool) -> list[Case]:
                       lambda h=h, w=w: torch.randn(h, w, 3).to(torch.uint8).permute(1, 0, 2),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # all dims reversed (NumPy's a.T of a 3-D array): a short dim contiguous
-    # in one tensor only, through planes (plan.c's pl_plane_dims); packed in
-    # src, of 4- and 8-byte elements, in registers (copy_x86.c's tile_split)
+    # in one tensor only, through planes (plan.c's pl_plane_dims); of 4- and
+    # 8-byte elements in registers (copy_x86.c's tile_split, packed in src,
+    # and tile_zip, packed in dst), groups up to 56 bytes
     m = 2048 // s
     for shp, dt in (((m, m, 3), torch.uint8), ((h, w, 3), torch.uint8), ((m // 2, m // 2, 4), torch.float32),
-                    ((4, m // 2, m // 2), torch.float32)):
+                    ((4, m // 2, m // 2), torch.float32), ((8, m // 2, m // 2), torch.float32),
+                    ((m // 2, m // 2, 4), torch.float64)):
         cases.append(Case(f"all dims reversed {shp} {str(dt)[6:]} by (2, 1, 0)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(2, 1, 0),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
