@@ -528,36 +528,47 @@ START_TEST(test_short_dim_planes)
 }
 END_TEST
 
-/* Groups packed in src into planes in dst, (H,W,P) by (2,1,0), through
- * the transposes into planes in registers (tile_split: every element size
- * on AVX-512, bytes in 64 x 64 blocks or, thinner, 16 x 16 ones; 4 and 8
- * bytes on AVX2, groups up to 56 bytes) or through planes (the rest; wider
- * groups of 2 bytes and float64 8s stay tile transposes).
- * Units are 128 x 128 groups there, so H = 133 leaves a last unit 5 rows
- * tall (thinner than a block: element by element), W = 129 a last unit of
- * one group (P elements a src row, fewer than a block's columns), and the
- * others end mid-block (the last block shifted back); several units along
- * both sides, at 1 and 2 threads.  The last shape, over 1 MiB (so it goes
- * parallel) but of 2 x 2 units, is cut into smaller ones at 2 threads. */
-START_TEST(test_split_planes)
+/* NumPy's a.T of 3-D arrays with a short dim of P = 2-8 elements at
+ * either end, (H,W,P) or (P,H,W) by (2,1,0), every element size, then
+ * `extra` more cases, at 1 and 2 threads.  Units are 128 x 128 groups in
+ * registers, so H = 133 leaves a last unit 5 groups long (thinner than a
+ * block: element by element), W = 129 a last unit of one group a row (or
+ * one dst row), and the others end mid-block (the last block shifted
+ * back); several units along both sides. */
+static void run_short_dim_grid(bool planes_first, const copy_case *extra, int nextra)
 {
     static const int rev[3] = {2, 1, 0};
     static const int64_t hw[][2] = {{133, 129}, {37, 300}, {300, 41}, {16, 17}};
     static const int64_t P[] = {2, 3, 4, 5, 7, 8};
-    copy_case cases[4 * 6 * 4 + 2];
+    copy_case cases[4 * 6 * 4 + 8];
     int n = 0;
     for (size_t e = 1; e <= 8; e *= 2)
         for (int k = 0; k < 6; k++)
             for (int s = 0; s < 4; s++) {
-                const int64_t shape[3] = {hw[s][0], hw[s][1], P[k]};
-                cases[n++] = permute_case(3, shape, rev, e);
+                const int64_t last[3] = {hw[s][0], hw[s][1], P[k]}, first[3] = {P[k], hw[s][0], hw[s][1]};
+                cases[n++] = permute_case(3, planes_first ? first : last, rev, e);
             }
-    static const int64_t parallel4[3] = {150, 130, 7}, parallel8[3] = {130, 150, 7};
-    cases[n++] = permute_case(3, parallel4, rev, 4);
-    cases[n++] = permute_case(3, parallel8, rev, 8);
+    ck_assert_int_le(n + nextra, (int)(sizeof cases / sizeof cases[0]));
+    for (int k = 0; k < nextra; k++)
+        cases[n++] = extra[k];
     static const size_t offs[] = {0, 0, 4, 8, 16, 24, 2, 64};
     case_set set = {cases, n, offs, 4};
     at_1_and_2_threads(run_set, &set);
+}
+
+/* Groups packed in src into planes in dst, (H,W,P) by (2,1,0), through
+ * the transposes into planes in registers (tile_split: every element size
+ * on AVX-512, bytes in 64 x 64 blocks or, thinner, 16 x 16 ones; 4 and 8
+ * bytes on AVX2, groups up to 56 bytes) or through planes (the rest; wider
+ * groups of 2 bytes and float64 8s stay tile transposes).  The extra
+ * shapes, over 1 MiB (so they go parallel) but of 2 x 2 units, are cut
+ * into smaller units at 2 threads. */
+START_TEST(test_split_planes)
+{
+    static const int rev[3] = {2, 1, 0};
+    static const int64_t parallel4[3] = {150, 130, 7}, parallel8[3] = {130, 150, 7};
+    const copy_case extra[] = {permute_case(3, parallel4, rev, 4), permute_case(3, parallel8, rev, 8)};
+    run_short_dim_grid(false, extra, 2);
 }
 END_TEST
 
@@ -565,33 +576,21 @@ END_TEST
  * (2,1,0) (NumPy's a.T of a CHW image), through the transposes out of
  * planes in registers (tile_zip: 4 and 8 bytes on AVX-512 and AVX2,
  * groups up to 56 bytes) or through planes (the rest, and groups of 2-3
- * elements whose dst rows lie a multiple of 4 KiB apart: the last two
- * small shapes).  Units are 128 x 128 groups, so H = 133 leaves a last
- * unit of 5 groups a dst row (thinner than a block), W = 129 one of one
- * dst row; the others end mid-block; the 1 MiB ones are cut into smaller
- * units at 2 threads. */
+ * elements whose dst rows lie a multiple of 4 KiB apart: the first two
+ * extra shapes).  The last two, over 1 MiB, are cut into smaller units at
+ * 2 threads. */
 START_TEST(test_zip_planes)
 {
     static const int rev[3] = {2, 1, 0};
-    static const int64_t hw[][2] = {{133, 129}, {37, 300}, {300, 41}, {16, 17}};
-    static const int64_t P[] = {2, 3, 4, 5, 7, 8};
-    copy_case cases[4 * 6 * 4 + 4];
-    int n = 0;
-    for (size_t e = 1; e <= 8; e *= 2)
-        for (int k = 0; k < 6; k++)
-            for (int s = 0; s < 4; s++) {
-                const int64_t shape[3] = {P[k], hw[s][0], hw[s][1]};
-                cases[n++] = permute_case(3, shape, rev, e);
-            }
     static const int64_t crowded2[3] = {2, 512, 40}, crowded3[3] = {3, 512, 21};
     static const int64_t parallel4[3] = {7, 150, 130}, parallel8[3] = {5, 130, 210};
-    cases[n++] = permute_case(3, crowded2, rev, 4); /* dst rows 4 KiB apart */
-    cases[n++] = permute_case(3, crowded3, rev, 8); /* 12 KiB */
-    cases[n++] = permute_case(3, parallel4, rev, 4);
-    cases[n++] = permute_case(3, parallel8, rev, 8);
-    static const size_t offs[] = {0, 0, 4, 8, 16, 24, 2, 64};
-    case_set set = {cases, n, offs, 4};
-    at_1_and_2_threads(run_set, &set);
+    const copy_case extra[] = {
+        permute_case(3, crowded2, rev, 4), /* dst rows 4 KiB apart */
+        permute_case(3, crowded3, rev, 8), /* 12 KiB */
+        permute_case(3, parallel4, rev, 4),
+        permute_case(3, parallel8, rev, 8),
+    };
+    run_short_dim_grid(true, extra, 4);
 }
 END_TEST
 
