@@ -1173,6 +1173,23 @@ static bool pl_apart_wins(int64_t P, int64_t e, int64_t na, int64_t nb, bool in_
     return P * e <= PL_APART_MAX_GROUP_BYTES && (P < 8 || e == 1);
 }
 
+/* The most elements of e bytes a group through planes holds: the thin
+ * kernels' PL_THIN_MAX_P, or in registers (in_registers, as in
+ * pl_apart_wins) up to a line less one element: 9 to 15 float32, whose
+ * copies were tile transposes.  Measured as at pl_apart_wins, by (2,1,0),
+ * GB/s, 1 thread, two rounds, then 2 threads, TRANSPOSE -> in registers:
+ *   float32 (9,1024,1024) 3.4-3.7 -> 9.0-9.2 and 6.7 -> 11.6,
+ *   (1024,1024,9) 6.0-6.3 -> 9.1-9.4 and 12.5 -> 15.4, (12,512,512)
+ *   5.6-5.8 -> 12.1-18.7 and 11.2 -> 31.3, (512,512,12) 5.3-5.7 ->
+ *   13.9-14.8 and 10.6 -> 28.4, (15,1024,1024) 3.5-3.6 -> 8.8-9.0 and 6.8
+ *   -> 12.9, (80,96,15) 33-35 -> 50 and 50.5 -> 52.1;
+ * but (15,96,80), a 460 KB copy in cache, 41-42 -> 40-42 and 62 -> 43
+ * (AVX2 45 -> 35).  Groups of 16 (a whole line) stay tile transposes. */
+static int64_t pl_planes_max_p(int64_t e, bool in_registers)
+{
+    return in_registers && e >= 4 ? pl_max(PL_THIN_MAX_P, 63 / e) : PL_THIN_MAX_P;
+}
+
 /* Transposes of short dims (2 to PL_THIN_MAX_P elements) that run through
  * planes (pl_run_planes); fills *pg and the copy of groups left (n - 1
  * dims) and returns whether.  Three cases:
@@ -1227,14 +1244,15 @@ static bool pl_plane_dims(const _pylayout_kernels *k, int n, const int64_t *shap
         return P >= 3 && P <= PL_THIN_MAX_P && _pl_size_index((size_t)g) < 0 && ds[n - 2] == g &&
                pl_group_copy(n, shape, ss, ds, last, g, g, rshape, rss, rds, &b);
     }
-    if (ds[last] == e && ss[last] != 0 && P >= 2 && P <= PL_THIN_MAX_P && ds[n - 2] == g) { /* packed in dst */
+    if (ds[last] == e && ss[last] != 0 && P >= 2 && P <= pl_planes_max_p(e, k->tile_zip[lg] != NULL) &&
+        ds[n - 2] == g) { /* packed in dst */
         *pg = (pl_groups){(int)P, ss[last], 0};
         if (pl_group_copy(n, shape, ss, ds, last, e, g, rshape, rss, rds, &b) &&
             pl_apart_wins(P, e, rshape[n - 2], rshape[b], k->tile_zip[lg] != NULL))
             return true;
     }
     for (int q = 0; q < last && ds[last] == e; q++) /* packed in src */
-        if (ss[q] == e && shape[q] >= 2 && shape[q] <= PL_THIN_MAX_P) {
+        if (ss[q] == e && shape[q] >= 2 && shape[q] <= pl_planes_max_p(e, k->tile_split[lg] != NULL)) {
             const int64_t gq = shape[q] * e;
             *pg = (pl_groups){(int)shape[q], 0, ds[q]};
             return pl_group_copy(n, shape, ss, ds, q, gq, gq, rshape, rss, rds, &b) &&
@@ -1320,8 +1338,10 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
     p->ssq = pg->ssq;
     p->dsq = pg->dsq;
     p->tile = k->tile[lg];
-    p->zip = t->zip[P - 2][lg] != NULL ? t->zip[P - 2][lg] : _pylayout_thin_portable.zip[P - 2][lg];
-    p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
+    if (P <= PL_THIN_MAX_P) { /* more only in registers (pl_planes_max_p) */
+        p->zip = t->zip[P - 2][lg] != NULL ? t->zip[P - 2][lg] : _pylayout_thin_portable.zip[P - 2][lg];
+        p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
+    }
     int64_t T = 16;
     while ((T + 16) * (T + 16) * P * e <= PL_PLANES_BUFFER_BYTES)
         T += 16;

@@ -528,8 +528,9 @@ START_TEST(test_short_dim_planes)
 }
 END_TEST
 
-/* NumPy's a.T of 3-D arrays with a short dim of P = 2-8 elements at
- * either end, (H,W,P) or (P,H,W) by (2,1,0), every element size, then
+/* NumPy's a.T of 3-D arrays with a short dim of P = 2-15 elements at
+ * either end, (H,W,P) or (P,H,W) by (2,1,0), every element size (more
+ * than 8 go through planes only as float32 in registers), then
  * `extra` more cases, at 1 and 2 threads.  Units are 128 x 128 groups in
  * registers, so H = 133 leaves a last unit 5 groups long (thinner than a
  * block: element by element), W = 129 a last unit of one group a row (or
@@ -539,11 +540,11 @@ static void run_short_dim_grid(bool planes_first, const copy_case *extra, int ne
 {
     static const int rev[3] = {2, 1, 0};
     static const int64_t hw[][2] = {{133, 129}, {37, 300}, {300, 41}, {16, 17}};
-    static const int64_t P[] = {2, 3, 4, 5, 7, 8};
-    copy_case cases[4 * 6 * 4 + 8];
+    static const int64_t P[] = {2, 3, 4, 5, 7, 8, 12, 15};
+    copy_case cases[4 * 8 * 4 + 8];
     int n = 0;
     for (size_t e = 1; e <= 8; e *= 2)
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < 8; k++)
             for (int s = 0; s < 4; s++) {
                 const int64_t last[3] = {hw[s][0], hw[s][1], P[k]}, first[3] = {P[k], hw[s][0], hw[s][1]};
                 cases[n++] = permute_case(3, planes_first ? first : last, rev, e);

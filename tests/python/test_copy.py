@@ -531,6 +531,7 @@ checked = 0
 cases = [(dtype, c) for dtype in (np.uint8, np.float16, np.float32, np.float64) for c in (2, 3)]
 cases += [(np.uint8, 4), (np.uint8, 8), (np.float16, 5), (np.float32, 4), (np.int32, 6), (np.int16, 7)]
 cases += [(np.float32, 7), (np.int32, 8), (np.float64, 4), (np.int64, 5), (np.float64, 7)]  # wider than 24 bytes
+cases += [(np.float32, 12), (np.int32, 15)]  # more than 8 elements
 for threads in (1, 2):
     pl.set_num_threads(threads)
     for dtype, c in cases:
@@ -550,7 +551,7 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_transposes_into_planes_on_every_simd_path(path):
-    _check_in_simd_child(SPLIT_CHILD, path, 912)
+    _check_in_simd_child(SPLIT_CHILD, path, 1008)
 
 
 # Their inverse: src in planes into groups packed in dst (NumPy's a.T of a
@@ -570,7 +571,7 @@ rng = np.random.default_rng(41)
 checked = 0
 cases = [(dtype, c) for dtype in (np.float32, np.float64, np.int32, np.uint8, np.float16) for c in (2, 3)]
 cases += [(np.float32, 4), (np.float32, 5), (np.float32, 7), (np.int32, 8), (np.float64, 4), (np.int64, 6),
-          (np.float64, 7), (np.float64, 8)]
+          (np.float64, 7), (np.float64, 8), (np.float32, 12), (np.int32, 15)]
 for threads in (1, 2):
     pl.set_num_threads(threads)
     for dtype, c in cases:
@@ -592,7 +593,7 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_transposes_out_of_planes_on_every_simd_path(path):
-    _check_in_simd_child(ZIP_CHILD, path, 1084)
+    _check_in_simd_child(ZIP_CHILD, path, 1204)
 
 
 # The same transposes through planes past half of L3 (over 8 MiB, the most
