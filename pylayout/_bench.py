@@ -507,7 +507,7 @@ def copy_cases(quick: bool) -> list[Case]:
     # all dims reversed (NumPy's a.T of a 3-D array): a short dim contiguous
     # in one tensor only, through planes (plan.c's pl_plane_dims); of 4- and
     # 8-byte elements in registers (copy_x86.c's tile_split, packed in src,
-    # and tile_zip, packed in dst), groups up to 56 bytes
+    # and tile_zip, packed in dst), groups under 64 bytes (a line)
     m = 2048 // s
     for shp, dt in (((m, m, 3), torch.uint8), ((h, w, 3), torch.uint8), ((m // 2, m // 2, 4), torch.float32),
                     ((4, m // 2, m // 2), torch.float32), ((8, m // 2, m // 2), torch.float32),

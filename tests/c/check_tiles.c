@@ -560,7 +560,7 @@ static void run_short_dim_grid(bool planes_first, const copy_case *extra, int ne
 /* Groups packed in src into planes in dst, (H,W,P) by (2,1,0), through
  * the transposes into planes in registers (tile_split: every element size
  * on AVX-512, bytes in 64 x 64 blocks or, thinner, 16 x 16 ones; 4 and 8
- * bytes on AVX2, groups up to 56 bytes) or through planes (the rest; wider
+ * bytes on AVX2, groups under 64 bytes) or through planes (the rest; wider
  * groups of 2 bytes and float64 8s stay tile transposes).  The extra
  * shapes, over 1 MiB (so they go parallel) but of 2 x 2 units, are cut
  * into smaller units at 2 threads. */
@@ -576,7 +576,7 @@ END_TEST
 /* The inverse: src in planes into groups packed in dst, (P,H,W) by
  * (2,1,0) (NumPy's a.T of a CHW image), through the transposes out of
  * planes in registers (tile_zip: 4 and 8 bytes on AVX-512 and AVX2,
- * groups up to 56 bytes) or through planes (the rest, and groups of 2-3
+ * groups under 64 bytes) or through planes (the rest, and groups of 2-3
  * elements whose dst rows lie a multiple of 4 KiB apart: the first two
  * extra shapes).  The last two, over 1 MiB, are cut into smaller units at
  * 2 threads. */

@@ -558,7 +558,7 @@ def test_transposes_into_planes_on_every_simd_path(path):
 # (C,H,W) array, and NCHW -> NWHC-like 4-D permutes) in registers: plan.c's
 # tile_zip, one transpose into dst rows of H * C elements whose src rows
 # come C to a pixel, one from each plane (copy_x86.c; 4 and 8 bytes on
-# AVX-512 and AVX2, groups up to 56 bytes; the other paths and sizes, and
+# AVX-512 and AVX2, groups under 64 bytes; the other paths and sizes, and
 # groups of 2-3 whose dst rows lie a multiple of 4 KiB apart, through
 # planes).  Units are 128 x 128 pixels, so 133 leaves a last unit 5 pixels
 # a dst row (thinner than a block) and 129 one of one dst row; the others
