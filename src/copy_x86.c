@@ -1474,6 +1474,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
                 [PL_SIZE4] = _pylayout_gatherk4_avx512, [PL_SIZE8] = _pylayout_gatherk8_avx512},
     .group_gather = _pylayout_group_gather_avx512,
     .group_scatter = _pylayout_group_scatter_avx512,
+    .group_move = _pylayout_group_move_avx512,
     .stream_copy = pl_stream_copy_avx512,
     .group_stream = pl_group_stream_avx512,
     PL_AVX2_COMPLEX,

@@ -85,7 +85,11 @@ typedef void (*_pylayout_gatherk_fn)(const char *src, int64_t ssb, char *dst, in
  * group_scatter prepares the inverse, dense src into groups of dst (RGB
  * into an RGBA buffer's first three channels, a plane into one channel):
  *     dst[(j / g) * step + j % g] = src[j]
- * writing no byte between dst's groups (masked stores: `keep`). */
+ * writing no byte between dst's groups (masked stores: `keep`), and
+ * group_move groups at the same step in both (one RGBA image's RGB into
+ * another's):
+ *     dst[(j / g) * step + j % g] = src[(j / g) * step + j % g]
+ * with the same masked stores. */
 #define PL_GG_MAX_VEC 8      /* vectors in a period: g / gcd(g, vector bytes) */
 #define PL_GG_MAX_GROUP 32   /* bytes in a group; longer ones copy as rows */
 #define PL_GG_MAX_STEP 256   /* bytes from a group to the next */
@@ -98,7 +102,7 @@ struct _pylayout_group_gather {
     int64_t base[PL_GG_MAX_VEC];         /* vector v's window: src + base[v], from its period's start */
     uint64_t hi[PL_GG_MAX_VEC];          /* AVX-512 gathers: the lanes from the third and fourth loads */
     uint8_t ctl[PL_GG_MAX_VEC][64];      /* shuffle controls (AVX2: 16 a load) or indices (AVX-512) */
-    uint64_t keep[PL_GG_MAX_VEC];        /* scatters: the bytes of dst vector v that groups hold */
+    uint64_t keep[PL_GG_MAX_VEC];        /* scatters, moves: the bytes of dst vector v that groups hold */
 };
 /* Fills t for groups of g bytes step bytes apart; false where this path
  * has no kernel for them (the copy then keeps its rows). */
@@ -205,10 +209,11 @@ typedef struct _pylayout_kernels {
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Step-k gathers, 3 <= k <= 8, per element size. */
     _pylayout_gatherk_fn gatherk[PL_NSIZES];
-    /* Gathers of groups of bytes, and their inverse (see
-     * _pylayout_group_gather). */
+    /* Gathers of groups of bytes, their inverse, and moves between
+     * groups at the same step (see _pylayout_group_gather). */
     _pylayout_group_gather_fn group_gather;
     _pylayout_group_gather_fn group_scatter;
+    _pylayout_group_gather_fn group_move;
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
     /* Packed groups of 16 bytes or less, each reversed. */
@@ -282,6 +287,7 @@ void _pylayout_gatherk8_avx512(const char *src, int64_t ssb, char *dst, int64_t 
 bool _pylayout_group_gather_avx2(_pylayout_group_gather *t, int64_t g, int64_t step);
 bool _pylayout_group_gather_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 bool _pylayout_group_scatter_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
+bool _pylayout_group_move_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

@@ -7,6 +7,7 @@
  * thousands of layouts.  Runs with CK_NOFORK: libgomp is not fork-safe.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <check.h>
 #include <spawn.h>
@@ -19,6 +20,7 @@
 
 #include "check_util.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -404,10 +406,31 @@ END_TEST
  * (gather_x86.c; k = 9, and rows of fewer than 8 bytes, take the 2-D
  * loop), every element size, lengths around each kernel's vector width,
  * src and dst misaligned, 2-D rows that fuse into one and rows that do
- * not.  Each src buffer ends at the last byte of its last element, so a
- * plain load past it is caught by AddressSanitizer and valgrind, which run
- * this suite (valgrind on the AVX2 kernels: it has no AVX-512); the
- * AVX-512 kernels' masked loads, which never fault, neither checks. */
+ * not.  Each src buffer ends at the last byte of its last element, just
+ * before an inaccessible page (guarded_alloc), so any load past it faults:
+ * a plain one, and an AVX-512 masked one whose mask reaches past the end
+ * (neither AddressSanitizer nor valgrind sees those). */
+/* n bytes that end on the last byte of a page whose next page is
+ * inaccessible: a load or store past them faults, masked or not (a masked
+ * access never faults on its masked-off bytes, and ASan does not see
+ * masked accesses at all).  guarded_free unmaps both. */
+typedef struct {
+    unsigned char *base;
+    size_t len;
+} guarded;
+
+static unsigned char *guarded_alloc(size_t n, guarded *g)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (n + page - 1) / page * page;
+    g->len = body + page;
+    g->base = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(g->base != MAP_FAILED);
+    ck_assert_int_eq(mprotect(g->base + body, page, PROT_NONE), 0);
+    return g->base + body - n;
+}
+
+static void guarded_free(guarded *g) { ck_assert_int_eq(munmap(g->base, g->len), 0); }
+
 /* Copies a src of `shape` and element strides `sstrides` (all positive),
  * in a buffer of random bytes that ends at the last byte of its last
  * element and starts soff bytes before its first, into a dense dst doff
@@ -419,8 +442,8 @@ static void check_src_at_buffer_end(int ndim, const int64_t *shape, const int64_
     for (int k = 0; k < ndim; k++)
         span += (size_t)((shape[k] - 1) * sstrides[k]);
     span *= is;
-    unsigned char *buf = malloc(soff + span);
-    ck_assert_ptr_nonnull(buf);
+    guarded g;
+    unsigned char *buf = guarded_alloc(soff + span, &g);
     for (size_t i = 0; i < soff + span; i++)
         buf[i] = (unsigned char)(rand_r(seed) >> 7);
     const DLTensor src = dl_make(buf, ndim, shape, sstrides, dtype_of_size(is), soff);
@@ -428,7 +451,7 @@ static void check_src_at_buffer_end(int ndim, const int64_t *shape, const int64_
     tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, doff, SENTINEL, seed);
     check_against_ref(&src, &d);
     tens_free(&d);
-    free(buf);
+    guarded_free(&g);
 }
 
 static void stepk_case(int ndim, const int64_t *shape, int k, int64_t row_pad, size_t is, size_t mis, unsigned *seed)
@@ -474,7 +497,8 @@ END_TEST
  * the vectors' periods, src and dst misaligned, rows that fuse into one
  * and rows that do not.  Each src buffer ends at the last byte of its
  * last group, as in stepk_case.  Each case also runs the other way
- * (groups_scatter_case) and into planes (groups_planes_case). */
+ * (groups_scatter_case), between groups on both sides (groups_move_case)
+ * and into planes (groups_planes_case). */
 static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is, size_t mis,
                         unsigned *seed)
 {
@@ -508,6 +532,38 @@ static void groups_scatter_case(int64_t rows, int64_t n, int64_t c, int64_t C, i
     check_and_free(&s, &d);
 }
 
+/* Groups with gaps on both sides, at the same step: x[..., :c] of one
+ * (rows, n, C) buffer into the same view of another (one RGBA image's RGB
+ * into another's; the masked moves of group_gather_x86.c, AVX-512).  Both
+ * buffers end at the last byte of their last group, before a guard page;
+ * check_against_ref compares dst's whole: the bytes between its groups
+ * must stay as they were. */
+static void groups_move_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is,
+                             size_t mis, unsigned *seed)
+{
+    const int64_t shape[3] = {rows, n, c};
+    const int64_t row = n * C + row_pad, strides[3] = {row, C, 1};
+    const size_t span = (size_t)((rows - 1) * row + (n - 1) * C + c) * is;
+    const size_t soff = mis * (is > 1 ? is / 2 : 1) + mis, doff = mis * (is + 1);
+    guarded gs, gd;
+    unsigned char *sbuf = guarded_alloc(soff + span, &gs);
+    for (size_t i = 0; i < soff + span; i++)
+        sbuf[i] = (unsigned char)(rand_r(seed) >> 7);
+    const DLTensor src = dl_make(sbuf, 3, shape, strides, dtype_of_size(is), soff);
+    tens d;
+    memset(&d, 0, sizeof d);
+    memcpy(d.shape, shape, sizeof shape);
+    memcpy(d.strides, strides, sizeof strides);
+    d.bufsize = doff + span;
+    d.buf = guarded_alloc(d.bufsize, &gd);
+    for (size_t i = 0; i < d.bufsize; i++)
+        d.buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    d.t = dl_make(d.buf, 3, d.shape, d.strides, dtype_of_size(is), doff);
+    check_against_ref(&src, &d);
+    guarded_free(&gd);
+    guarded_free(&gs);
+}
+
 /* Groups with gaps into planes: x[:, :c].T of an (n, C) src into a dense
  * (c, n) dst, RGBA's RGB to CHW (plan.c's pl_unzip_gaps: the groups
  * gathered into a buffer, then unzipped). */
@@ -536,6 +592,9 @@ static void groups_cases(void)
                     groups_scatter_case(1, lens[li], c, C, 0, is, mis, &seed);
                     groups_scatter_case(3, lens[li], c, C, 1, is, mis, &seed);
                     groups_scatter_case(2, lens[li], 1, C, 0, is, mis, &seed); /* one channel */
+                    groups_move_case(1, lens[li], c, C, 0, is, mis, &seed);
+                    groups_move_case(3, lens[li], c, C, 1, is, mis, &seed);
+                    groups_move_case(2, lens[li], 1, C, 0, is, mis, &seed);
                     if (c >= 2 && c <= 8 && lens[li] >= 16)
                         groups_planes_case(lens[li] + 1365, c, C, is, mis, &seed);
                 }
@@ -549,6 +608,9 @@ static void groups_cases(void)
     for (size_t is = 1; is <= 4; is *= 2)
         groups_scatter_case(16, 65537, 3, 4, 5, is, 1, &seed);
     groups_scatter_case(1, 1 << 20, 1, 3, 0, 1, 1, &seed);
+    for (size_t is = 1; is <= 8; is *= 2)
+        groups_move_case(16, 65537, 3, 4, 5, is, 1, &seed);
+    groups_move_case(1, 1 << 20, 1, 3, 0, 1, 1, &seed);
 }
 
 START_TEST(test_groups) { check_both_thread_counts(groups_cases); }

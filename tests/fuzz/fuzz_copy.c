@@ -1260,7 +1260,9 @@ static void op_big_gather(reader *r)
  * other way, a dense src into the groups of a dst (the scatters: RGB into
  * an RGBA buffer, a plane into one channel); with bit 6 (not 7), into
  * planes, the dense dst in (c, rows, n) order (RGBA's RGB to CHW: the
- * groups gathered, then unzipped).  The strided side ends
+ * groups gathered, then unzipped); with bits 7 and 6, into the same
+ * groups of a second strided buffer (one RGBA image's RGB into another's:
+ * the masked moves), at its own offset.  The strided side ends
  * exactly at its last group (ASan catches a load past it) and starts at a
  * fuzzed byte offset; its rows lie 0 to 2 elements apart past a row's last
  * group, or exactly one group's step (rows that fuse).  Every element is
@@ -1271,7 +1273,8 @@ static void op_big_groups(reader *r)
     const size_t is = (size_t)1 << (u8(r) % 4);
     const int64_t c = 1 + u8(r) % 8, C = c + 1 + u8(r) % 12, rows = 1 + u8(r) % 64;
     const uint8_t gap_byte = u8(r);
-    const bool scatter = gap_byte & 0x80, planes = !scatter && (gap_byte & 0x40);
+    const bool move = (gap_byte & 0xC0) == 0xC0, scatter = !move && (gap_byte & 0x80),
+               planes = !(gap_byte & 0x80) && (gap_byte & 0x40);
     const int64_t gap = gap_byte % 4, pad = gap == 3 ? C - c : gap;
     const int64_t bytes_target = ((int64_t)256 << 10) + ((int64_t)u8(r) << 15); /* 256 KiB - 8.2 MiB */
     const int64_t n = bytes_target / (int64_t)is / c / rows; /* 64 or more */
@@ -1279,10 +1282,35 @@ static void op_big_groups(reader *r)
     if (planes)
         dense[0] = n, dense[1] = 1, dense[2] = rows * n;
     const size_t goff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
-    const size_t gbytes = (size_t)((rows - 1) * gstr[0] + (n - 1) * C + c) * is, dbytes = (size_t)(rows * n * c) * is;
+    const size_t gbytes = (size_t)((rows - 1) * gstr[0] + (n - 1) * C + c) * is;
+    size_t dbytes = (size_t)(rows * n * c) * is;
+    if (move)
+        dbytes = gbytes;
     uint8_t *gbuf = malloc(goff + gbytes), *dbuf = malloc(doff + dbytes + 64);
     CHECK(gbuf && dbuf, "out of memory");
     const DLDataType dt = big_dtype(is);
+    if (move) {
+        DLTensor src = {.data = gbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                        .strides = gstr, .byte_offset = goff};
+        DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                        .strides = gstr, .byte_offset = doff};
+        big_fill(gbuf, goff + gbytes);
+        memset(dbuf, 0xA5, doff + dbytes + 64);
+        CHECK(pylayout_copy(&src, &dst) == PYLAYOUT_OK, "big group move failed");
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < n; j++) {
+                const size_t o = (size_t)(i * gstr[0] + j * C) * is;
+                CHECK(memcmp(dbuf + doff + o, gbuf + goff + o, (size_t)c * is) == 0,
+                      "big group move (%lld of %lld): group %lld, %lld differs", (long long)c, (long long)C,
+                      (long long)i, (long long)j);
+                memset(dbuf + doff + o, 0xA5, (size_t)c * is); /* checked: only bytes between groups are left */
+            }
+        for (size_t i = 0; i < doff + dbytes + 64; i++)
+            CHECK(dbuf[i] == 0xA5, "big group move wrote between groups (byte %zu)", i);
+        free(gbuf);
+        free(dbuf);
+        return;
+    }
     DLTensor grouped = {.data = gbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
                         .strides = gstr, .byte_offset = goff};
     DLTensor packed = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
