@@ -7,7 +7,9 @@ src/group_gather_x86.c; groups of 2, 4 or 8 bytes, which the copy sees as
 single elements at a step that is no multiple of their size, too.  The
 inverse, copy_into(rgba[..., :3], rgb) or a plane into one channel, takes
 its AVX-512 scatters, which must leave every byte between the groups as it
-was: each scatter's whole buffer is compared with NumPy's assignment.  Groups
+was: each scatter's whole buffer is compared with NumPy's assignment.  So
+must the masked moves between groups at the same step on both sides
+(one RGBA image's RGB into another's, rgba2[..., :3] = rgba[..., :3]).  Groups
 with gaps into planes (rgba[..., :3].permute(2, 0, 1), the DataLoader
 direction) gather into a buffer, then unzip.  Checked
 at 1 and 2 threads, with sources and destinations off their cache lines and
@@ -53,6 +55,37 @@ def check_scatter(n, C, cols, dtype, seed, off):
     assert raw.tobytes() == want.tobytes(), ("scatter", n, C, cols, dtype, off)
     return 1
 
+def check_move_view(a, idx):
+    # a[idx] into the same view of another buffer: crops whose rows do not fuse
+    out = np.full(a.nbytes, SENT, np.uint8).view(a.dtype).reshape(a.shape)
+    want = out.copy()
+    want[idx] = a[idx]
+    if oracle == "numpy":
+        pl.copy_into(out[idx], a[idx])
+    else:
+        pl.copy_into(torch.from_numpy(out)[idx], torch.from_numpy(a)[idx])
+    assert out.tobytes() == want.tobytes(), ("move", a.shape, idx)
+
+def check_move(n, C, cols, dtype, seed, soff, doff):
+    # groups on both sides: x[:, cols] of an (n, C) src into the same view of
+    # an (n, C) dst whose other bytes, and the guard bytes around it, must
+    # keep their sentinel
+    isz = np.dtype(dtype).itemsize
+    s = source(n * C, dtype, seed, soff).reshape(n, C)[:, cols]
+    raw = np.full(n * C * isz + 128 + doff, SENT, np.uint8)
+    lo = (-raw.ctypes.data) % 64 + doff
+    if (soff % isz or doff % isz) and oracle == "torch":
+        return 0  # torch has no misaligned tensors
+    view = np.ndarray((n, C), dtype, raw.data, offset=lo)[:, cols]
+    want = raw.copy()
+    np.ndarray((n, C), dtype, want.data, offset=lo)[:, cols] = s
+    if oracle == "numpy":
+        pl.copy_into(view, s)
+    else:
+        pl.copy_into(torch.from_numpy(view), torch.from_numpy(s))
+    assert raw.tobytes() == want.tobytes(), ("move", n, C, cols, dtype, soff, doff)
+    return 1
+
 # (c, C): c elements of each group of C
 GROUPS = [(3, 4), (2, 3), (3, 5), (3, 6), (3, 8), (6, 8), (5, 8), (4, 5), (7, 8), (3, 11), (5, 16), (8, 12),
           (2, 9), (3, 48)]
@@ -76,11 +109,17 @@ def run():
                         cases += check_scatter(n, C, slice(0, c), dtype, n + C, off)
                         cases += check_scatter(n, C, slice(C - c, C), dtype, n + C, off)
                         cases += check_scatter(n, C, 1 % C, dtype, n + C, off)  # one channel
+                        for doff in (0, off + isz):
+                            cases += check_move(n, C, slice(0, c), dtype, n + C, off, doff)
+                            cases += check_move(n, C, slice(C - c, C), dtype, n + C, off, doff)
+                        cases += check_move(n, C, 1 % C, dtype, n + C, off, off)  # one channel
                 # 2-D crops: rows that do not fuse; an image's rows
                 a = source(37 * 90 * C, dtype, C, 16).reshape(37, 90, C)
-                for v in (a[:, :, :c], a[3:-2, 5:-7, C - c:], a[::2, 1:, :c]):
-                    check(v)
-                    cases += 1
+                for idx in ((Ellipsis, slice(0, c)), (slice(3, -2), slice(5, -7), slice(C - c, C)),
+                            (slice(None, None, 2), slice(1, None), slice(0, c))):
+                    check(a[idx])
+                    check_move_view(a, idx)
+                    cases += 2
                 # into planes: RGBA's RGB to CHW, the xyz of points transposed
                 if 2 <= c <= 8:
                     for v in (a[:, :, :c].transpose(2, 0, 1), a[3:-2, 5:-7, C - c:].transpose(2, 0, 1),
@@ -94,6 +133,7 @@ def run():
                 check(a[:, :c])
                 check(a.reshape(256, -1, C)[::2, 1:, 1:1 + c])  # rows that do not fuse
                 cases += 2 + check_scatter(n, C, slice(0, c), dtype, C, 0) + check_scatter(n, C, 0, dtype, C, 0)
+                cases += check_move(n, C, slice(0, c), dtype, C, 16, 0) + check_move(n, C, 0, dtype, C, 0, 16)
     print("simd=" + pl.info()["simd"], "cases", cases)
 
 run()
@@ -150,3 +190,29 @@ def test_rgb_into_rgba_and_plane_into_channel(torch):
     want[:, :3] = xyz
     pl.copy_into(pts[:, :3], xyz)
     assert torch.equal(pts, want)
+
+
+def test_rgb_between_rgba_images_and_every_other_column(np, torch):
+    """Groups on both sides: one RGBA image's RGB into another's, xyz between point
+    clouds, x[:, ::2] into y[:, ::2]; the bytes between groups untouched."""
+    g = torch.Generator().manual_seed(33)
+    cases = [torch.randint(0, 256, (480, 640, 4), dtype=torch.uint8, generator=g)[..., :3],
+             torch.randint(0, 256, (480, 640, 3), dtype=torch.uint8, generator=g)[..., 1],
+             torch.randn(100_003, 4, generator=g)[:, :3], torch.randn(100_003, 4, generator=g).double()[:, :3],
+             torch.randn(1000, 1000, generator=g)[:, ::2], torch.randn(5000, 8, generator=g).half()[:, 2:5]]
+    for src in cases:
+        dst_base = torch.randn(src._base.shape, generator=g).to(src.dtype) if src.is_floating_point() else \
+            torch.randint(0, 256, src._base.shape, dtype=src.dtype, generator=g)
+        dst = dst_base.as_strided(src.shape, src.stride(), src.storage_offset())
+        want = dst_base.clone()
+        want.as_strided(src.shape, src.stride(), src.storage_offset()).copy_(src)
+        version = dst_base._version
+        assert pl.copy_into(dst, src) is dst
+        assert torch.equal(dst_base, want), (src.shape, src.stride())
+        assert dst_base._version > version  # the write is seen by autograd's checks
+        a, b, off = src.numpy(), dst_base.clone().numpy(), src.storage_offset()
+        view = np.lib.stride_tricks.as_strided(b.reshape(-1)[off:], a.shape, a.strides)
+        want_a = b.copy()
+        np.lib.stride_tricks.as_strided(want_a.reshape(-1)[off:], a.shape, a.strides)[...] = a
+        pl.copy_into(view, a)
+        assert np.array_equal(b, want_a)
