@@ -698,6 +698,77 @@ def bench_numpy_views(quick: bool, only: list[str] | None, runs: int = 1) -> lis
     return lines
 
 
+def view_into_cases(quick: bool) -> list[tuple[str, Callable[[], tuple[Any, Any]]]]:
+    """Copies into a view of another buffer: (name, make) with make() -> (dst, src),
+    torch tensors whose bases' other bytes must stay as they are."""
+    s = 4 if quick else 1
+    h, w, npts, n = 1080 // s, 1920 // s, (1 << 22) // s, 2048 // s
+
+    def u8(*shape):
+        return torch.randint(0, 256, shape, dtype=torch.uint8)
+
+    return [
+        (f"RGB between RGBA images b[..., :3] = a[..., :3] ({h}, {w}, 4) uint8",
+         lambda: (u8(h, w, 4)[..., :3], u8(h, w, 4)[..., :3])),
+        (f"one channel between images b[..., 0] = a[..., 0] ({h}, {w}, 3) uint8",
+         lambda: (u8(h, w, 3)[..., 0], u8(h, w, 3)[..., 0])),
+        (f"RGB into RGBA rgba[..., :3] = rgb ({h}, {w}, 4) uint8", lambda: (u8(h, w, 4)[..., :3], u8(h, w, 3))),
+        (f"xyz between point clouds q[:, :3] = p[:, :3] ({npts}, 4) f32",
+         lambda: (torch.randn(npts, 4)[:, :3], torch.randn(npts, 4)[:, :3])),
+        (f"every other column y[:, ::2] = x[:, ::2] ({n}, {n}) f32",
+         lambda: (torch.randn(n, n)[:, ::2], torch.randn(n, n)[:, ::2])),
+    ]
+
+
+def bench_views_into(quick: bool, only: list[str] | None, runs: int = 1) -> list[str]:
+    """copy_into a view of another buffer (groups with gaps on both sides, or in
+    dst only), against torch's copy_, np.copyto and memcpy of the moved bytes."""
+    if torch is None or np is None:
+        return []
+    cases = [(name, make) for name, make in view_into_cases(quick) if selected(name, only)]
+    if not cases:
+        return []
+    repeat, min_time = (2, 0.0) if quick else (5, 0.4)
+    lines = [
+        "## Copies into views of other buffers (GB/s of tensor bytes moved)",
+        "",
+        "pylayout.copy_into(dst, src) vs torch dst.copy_(src) vs np.copyto(dst, src) (NumPy on one thread), where "
+        "dst is a view of a larger buffer whose other bytes (an alpha channel, a fourth coordinate) must stay as "
+        "they are; memcpy: np.copyto of the bytes moved, contiguous, at the row's thread count.",
+        "",
+        "| case | thr | pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    print("\n".join(lines), flush=True)
+    nthreads = threads_to_measure()
+    progress = Progress(len(cases) * len(nthreads))
+    for name, make in cases:
+        progress.measuring(name)
+        dst, src = make()
+        base = dst._base if dst._base is not None else dst
+        want = base.clone()
+        want.as_strided(dst.shape, dst.stride(), dst.storage_offset()).copy_(src)
+        pl.copy_into(dst, src)
+        if not torch.equal(base, want):  # correctness first, the bytes between groups included
+            raise AssertionError(f"{name}: copy_into's result differs from torch's")
+        dst_a, src_a = dst.numpy(), src.numpy()
+        nbytes = src.numel() * src.element_size()
+        memcpy = Memcpy(nbytes)
+        for nt in nthreads:
+            set_threads(nt)
+            fns = [lambda: pl.copy_into(dst, src), lambda: dst.copy_(src), lambda: np.copyto(dst_a, src_a),
+                   memcpy.fn(nt)]
+            g = _gbps_all(nbytes, measure(fns, runs, repeat, min_time))
+            lines.append(f"| {name} | {nt} | {fig(g[0])} | {fig(g[1])} | {fig(g[2])} | {fig(g[3])} "
+                         f"| {fig(per_run(g[0], g[3]))} | {fig(per_run(g[0], g[1]))} | {fig(per_run(g[0], g[2]))} |")
+            progress.row(lines[-1])
+        del dst, src, base, want, dst_a, src_a, memcpy
+        gc.collect()
+    progress.close()
+    set_threads(os.cpu_count() or 1)
+    return lines
+
+
 IN_CACHE_SIZES = ((64 << 10, "64 KB"), (256 << 10, "256 KB"), (1 << 20, "1 MB"))
 
 
@@ -1161,7 +1232,7 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
             small = bench_small(quick, only, runs)
             if small:
                 print("\n".join(small) + "\n", flush=True)
-            for section in (bench_copies, bench_numpy_views, bench_in_cache, bench_complex):
+            for section in (bench_copies, bench_numpy_views, bench_views_into, bench_in_cache, bench_complex):
                 if section(quick, only, runs):
                     print(flush=True)
             if not only:
