@@ -1164,11 +1164,20 @@ static bool pl_group_copy(int n, const int64_t *shape, const int64_t *ss, const 
  * against 10) and at 2 threads. */
 #define PL_APART_MAX_GROUP_BYTES 24
 
+/* Whether groups of P elements of e bytes go through planes in registers
+ * (in_registers: the table has the tile for e bytes): 4- and 8-byte
+ * elements, groups under a line.  The one statement of that limit, for
+ * pl_apart_wins and pl_planes_max_p. */
+static bool pl_in_registers(int64_t P, int64_t e, bool in_registers)
+{
+    return in_registers && e >= 4 && P * e < PL_LINE_BYTES;
+}
+
 static bool pl_apart_wins(int64_t P, int64_t e, int64_t na, int64_t nb, bool in_registers)
 {
     if (na < PL_THIN_MIN_LONG || nb < PL_THIN_MIN_LONG)
         return false;
-    if (in_registers && e >= 4 && P * e < 64)
+    if (pl_in_registers(P, e, in_registers))
         return true;
     return P * e <= PL_APART_MAX_GROUP_BYTES && (P < 8 || e == 1);
 }
@@ -1187,7 +1196,10 @@ static bool pl_apart_wins(int64_t P, int64_t e, int64_t na, int64_t nb, bool in_
  * (AVX2 45 -> 35).  Groups of 16 (a whole line) stay tile transposes. */
 static int64_t pl_planes_max_p(int64_t e, bool in_registers)
 {
-    return in_registers && e >= 4 ? pl_max(PL_THIN_MAX_P, 63 / e) : PL_THIN_MAX_P;
+    int64_t P = PL_THIN_MAX_P;
+    while (pl_in_registers(P + 1, e, in_registers))
+        P++;
+    return P;
 }
 
 /* Transposes of short dims (2 to PL_THIN_MAX_P elements) that run through
