@@ -497,8 +497,9 @@ END_TEST
  * the vectors' periods, src and dst misaligned, rows that fuse into one
  * and rows that do not.  Each src buffer ends at the last byte of its
  * last group, as in stepk_case.  Each case also runs the other way
- * (groups_scatter_case), between groups on both sides (groups_move_case)
- * and into planes (groups_planes_case). */
+ * (groups_scatter_case), between groups on both sides at the same step
+ * and at different ones (groups_move_case) and into planes
+ * (groups_planes_case). */
 static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is, size_t mis,
                         unsigned *seed)
 {
@@ -532,29 +533,32 @@ static void groups_scatter_case(int64_t rows, int64_t n, int64_t c, int64_t C, i
     check_and_free(&s, &d);
 }
 
-/* Groups with gaps on both sides, at the same step: x[..., :c] of one
- * (rows, n, C) buffer into the same view of another (one RGBA image's RGB
- * into another's; the masked moves of group_gather_x86.c, AVX-512).  Both
- * buffers end at the last byte of their last group, before a guard page;
- * check_against_ref compares dst's whole: the bytes between its groups
- * must stay as they were. */
-static void groups_move_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is,
+/* Groups with gaps on both sides: x[..., :c] of a (rows, n, Cs) buffer
+ * into the same view of a (rows, n, Cd) one.  At the same step (Cs = Cd:
+ * one RGBA image's RGB into another's) the masked moves of
+ * group_gather_x86.c (AVX-512); at different steps (an RGB image's channel
+ * into an RGBA one's) the staged copies of plan.c (gathered into a buffer,
+ * then scattered; AVX-512 VBMI).  Both buffers end at the last byte of
+ * their last group, before a guard page; check_against_ref compares dst's
+ * whole: the bytes between its groups must stay as they were. */
+static void groups_move_case(int64_t rows, int64_t n, int64_t c, int64_t Cs, int64_t Cd, int64_t row_pad, size_t is,
                              size_t mis, unsigned *seed)
 {
     const int64_t shape[3] = {rows, n, c};
-    const int64_t row = n * C + row_pad, strides[3] = {row, C, 1};
-    const size_t span = (size_t)((rows - 1) * row + (n - 1) * C + c) * is;
+    const int64_t sstrides[3] = {n * Cs + row_pad, Cs, 1}, dstrides[3] = {n * Cd + row_pad, Cd, 1};
+    const size_t sspan = (size_t)((rows - 1) * sstrides[0] + (n - 1) * Cs + c) * is;
+    const size_t dspan = (size_t)((rows - 1) * dstrides[0] + (n - 1) * Cd + c) * is;
     const size_t soff = mis * (is > 1 ? is / 2 : 1) + mis, doff = mis * (is + 1);
     guarded gs, gd;
-    unsigned char *sbuf = guarded_alloc(soff + span, &gs);
-    for (size_t i = 0; i < soff + span; i++)
+    unsigned char *sbuf = guarded_alloc(soff + sspan, &gs);
+    for (size_t i = 0; i < soff + sspan; i++)
         sbuf[i] = (unsigned char)(rand_r(seed) >> 7);
-    const DLTensor src = dl_make(sbuf, 3, shape, strides, dtype_of_size(is), soff);
+    const DLTensor src = dl_make(sbuf, 3, shape, sstrides, dtype_of_size(is), soff);
     tens d;
     memset(&d, 0, sizeof d);
     memcpy(d.shape, shape, sizeof shape);
-    memcpy(d.strides, strides, sizeof strides);
-    d.bufsize = doff + span;
+    memcpy(d.strides, dstrides, sizeof dstrides);
+    d.bufsize = doff + dspan;
     d.buf = guarded_alloc(d.bufsize, &gd);
     for (size_t i = 0; i < d.bufsize; i++)
         d.buf[i] = (unsigned char)(rand_r(seed) >> 7);
@@ -592,9 +596,13 @@ static void groups_cases(void)
                     groups_scatter_case(1, lens[li], c, C, 0, is, mis, &seed);
                     groups_scatter_case(3, lens[li], c, C, 1, is, mis, &seed);
                     groups_scatter_case(2, lens[li], 1, C, 0, is, mis, &seed); /* one channel */
-                    groups_move_case(1, lens[li], c, C, 0, is, mis, &seed);
-                    groups_move_case(3, lens[li], c, C, 1, is, mis, &seed);
-                    groups_move_case(2, lens[li], 1, C, 0, is, mis, &seed);
+                    groups_move_case(1, lens[li], c, C, C, 0, is, mis, &seed);
+                    groups_move_case(3, lens[li], c, C, C, 1, is, mis, &seed);
+                    groups_move_case(2, lens[li], 1, C, C, 0, is, mis, &seed);
+                    groups_move_case(1, lens[li], c, C, C + 1, 0, is, mis, &seed); /* different steps */
+                    groups_move_case(3, lens[li], c, C + 2, C, 1, is, mis, &seed);
+                    groups_move_case(2, lens[li], 1, C, 2 * C + 1, 0, is, mis, &seed);
+                    groups_move_case(2, lens[li], 1, 2, C, 0, is, mis, &seed); /* x[:, ::2] into y[:, ::C] */
                     if (c >= 2 && c <= 8 && lens[li] >= 16)
                         groups_planes_case(lens[li] + 1365, c, C, is, mis, &seed);
                 }
@@ -608,9 +616,12 @@ static void groups_cases(void)
     for (size_t is = 1; is <= 4; is *= 2)
         groups_scatter_case(16, 65537, 3, 4, 5, is, 1, &seed);
     groups_scatter_case(1, 1 << 20, 1, 3, 0, 1, 1, &seed);
-    for (size_t is = 1; is <= 8; is *= 2)
-        groups_move_case(16, 65537, 3, 4, 5, is, 1, &seed);
-    groups_move_case(1, 1 << 20, 1, 3, 0, 1, 1, &seed);
+    for (size_t is = 1; is <= 8; is *= 2) {
+        groups_move_case(16, 65537, 3, 4, 4, 5, is, 1, &seed);
+        groups_move_case(16, 65537, 3, 4, 6, 5, is, 1, &seed);
+    }
+    groups_move_case(1, 1 << 20, 1, 3, 3, 0, 1, 1, &seed);
+    groups_move_case(1, 1 << 20, 1, 3, 4, 0, 1, 1, &seed);
 }
 
 START_TEST(test_groups) { check_both_thread_counts(groups_cases); }

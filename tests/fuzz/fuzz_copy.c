@@ -1262,7 +1262,9 @@ static void op_big_gather(reader *r)
  * planes, the dense dst in (c, rows, n) order (RGBA's RGB to CHW: the
  * groups gathered, then unzipped); with bits 7 and 6, into the same
  * groups of a second strided buffer (one RGBA image's RGB into another's:
- * the masked moves), at its own offset.  The strided side ends
+ * the masked moves), at its own offset, or into groups 1-3 elements
+ * further apart (an RGB image's channel into an RGBA one's: the staged
+ * copies) with the byte after the offsets.  The strided side ends
  * exactly at its last group (ASan catches a load past it) and starts at a
  * fuzzed byte offset; its rows lie 0 to 2 elements apart past a row's last
  * group, or exactly one group's step (rows that fuse).  Every element is
@@ -1284,8 +1286,12 @@ static void op_big_groups(reader *r)
     const size_t goff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is;
     const size_t gbytes = (size_t)((rows - 1) * gstr[0] + (n - 1) * C + c) * is;
     size_t dbytes = (size_t)(rows * n * c) * is;
+    /* moves: dst groups Cd elements apart, 0-3 more than src's (a byte
+     * after the offsets; none: the same step) */
+    const int64_t Cd = move ? C + u8(r) % 4 : C;
+    int64_t mstr[3] = {(n - 1) * Cd + c + pad, Cd, 1};
     if (move)
-        dbytes = gbytes;
+        dbytes = (size_t)((rows - 1) * mstr[0] + (n - 1) * Cd + c) * is;
     uint8_t *gbuf = malloc(goff + gbytes), *dbuf = malloc(doff + dbytes + 64);
     CHECK(gbuf && dbuf, "out of memory");
     const DLDataType dt = big_dtype(is);
@@ -1293,16 +1299,16 @@ static void op_big_groups(reader *r)
         DLTensor src = {.data = gbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
                         .strides = gstr, .byte_offset = goff};
         DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
-                        .strides = gstr, .byte_offset = doff};
+                        .strides = mstr, .byte_offset = doff};
         big_fill(gbuf, goff + gbytes);
         memset(dbuf, 0xA5, doff + dbytes + 64);
         CHECK(pylayout_copy(&src, &dst) == PYLAYOUT_OK, "big group move failed");
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < n; j++) {
-                const size_t o = (size_t)(i * gstr[0] + j * C) * is;
-                CHECK(memcmp(dbuf + doff + o, gbuf + goff + o, (size_t)c * is) == 0,
-                      "big group move (%lld of %lld): group %lld, %lld differs", (long long)c, (long long)C,
-                      (long long)i, (long long)j);
+                const size_t so = (size_t)(i * gstr[0] + j * C) * is, o = (size_t)(i * mstr[0] + j * Cd) * is;
+                CHECK(memcmp(dbuf + doff + o, gbuf + goff + so, (size_t)c * is) == 0,
+                      "big group move (%lld of %lld into %lld): group %lld, %lld differs", (long long)c,
+                      (long long)C, (long long)Cd, (long long)i, (long long)j);
                 memset(dbuf + doff + o, 0xA5, (size_t)c * is); /* checked: only bytes between groups are left */
             }
         for (size_t i = 0; i < doff + dbytes + 64; i++)
