@@ -9,7 +9,9 @@ inverse, copy_into(rgba[..., :3], rgb) or a plane into one channel, takes
 its AVX-512 scatters, which must leave every byte between the groups as it
 was: each scatter's whole buffer is compared with NumPy's assignment.  So
 must the masked moves between groups at the same step on both sides
-(one RGBA image's RGB into another's, rgba2[..., :3] = rgba[..., :3]).  Groups
+(one RGBA image's RGB into another's, rgba2[..., :3] = rgba[..., :3]), and
+the copies between groups at different steps (an RGB image's channel into
+an RGBA one's), gathered into a buffer and scattered from there.  Groups
 with gaps into planes (rgba[..., :3].permute(2, 0, 1), the DataLoader
 direction) gather into a buffer, then unzip.  Checked
 at 1 and 2 threads, with sources and destinations off their cache lines and
@@ -66,19 +68,21 @@ def check_move_view(a, idx):
         pl.copy_into(torch.from_numpy(out)[idx], torch.from_numpy(a)[idx])
     assert out.tobytes() == want.tobytes(), ("move", a.shape, idx)
 
-def check_move(n, C, cols, dtype, seed, soff, doff):
-    # groups on both sides: x[:, cols] of an (n, C) src into the same view of
-    # an (n, C) dst whose other bytes, and the guard bytes around it, must
-    # keep their sentinel
+def check_move(n, C, cols, dtype, seed, soff, doff, Cd=None, dcols=None):
+    # groups on both sides: x[:, cols] of an (n, C) src into y[:, dcols] (by
+    # default the same view) of an (n, Cd) dst (Cd = C: the same step) whose
+    # other bytes, and the guard bytes around it, must keep their sentinel
     isz = np.dtype(dtype).itemsize
+    Cd = C if Cd is None else Cd
+    dcols = cols if dcols is None else dcols
     s = source(n * C, dtype, seed, soff).reshape(n, C)[:, cols]
-    raw = np.full(n * C * isz + 128 + doff, SENT, np.uint8)
+    raw = np.full(n * Cd * isz + 128 + doff, SENT, np.uint8)
     lo = (-raw.ctypes.data) % 64 + doff
     if (soff % isz or doff % isz) and oracle == "torch":
         return 0  # torch has no misaligned tensors
-    view = np.ndarray((n, C), dtype, raw.data, offset=lo)[:, cols]
+    view = np.ndarray((n, Cd), dtype, raw.data, offset=lo)[:, dcols]
     want = raw.copy()
-    np.ndarray((n, C), dtype, want.data, offset=lo)[:, cols] = s
+    np.ndarray((n, Cd), dtype, want.data, offset=lo)[:, dcols] = s
     if oracle == "numpy":
         pl.copy_into(view, s)
     else:
@@ -113,6 +117,11 @@ def run():
                             cases += check_move(n, C, slice(0, c), dtype, n + C, off, doff)
                             cases += check_move(n, C, slice(C - c, C), dtype, n + C, off, doff)
                         cases += check_move(n, C, 1 % C, dtype, n + C, off, off)  # one channel
+                        # different steps: gathered into a buffer, then scattered
+                        cases += check_move(n, C, slice(0, c), dtype, n + C, off, 0, C + 1)
+                        cases += check_move(n, C + 2, slice(2, 2 + c), dtype, n + C, off, isz, C, slice(0, c))
+                        cases += check_move(n, C, 0, dtype, n + C, off, off, 2 * C + 1)
+                        cases += check_move(n, 2, 1, dtype, n + C, off, 0, C)  # x[:, 1::2] into y[:, ::C]
                 # 2-D crops: rows that do not fuse; an image's rows
                 a = source(37 * 90 * C, dtype, C, 16).reshape(37, 90, C)
                 for idx in ((Ellipsis, slice(0, c)), (slice(3, -2), slice(5, -7), slice(C - c, C)),
@@ -204,15 +213,36 @@ def test_rgb_between_rgba_images_and_every_other_column(np, torch):
         dst_base = torch.randn(src._base.shape, generator=g).to(src.dtype) if src.is_floating_point() else \
             torch.randint(0, 256, src._base.shape, dtype=src.dtype, generator=g)
         dst = dst_base.as_strided(src.shape, src.stride(), src.storage_offset())
-        want = dst_base.clone()
-        want.as_strided(src.shape, src.stride(), src.storage_offset()).copy_(src)
-        version = dst_base._version
-        assert pl.copy_into(dst, src) is dst
-        assert torch.equal(dst_base, want), (src.shape, src.stride())
-        assert dst_base._version > version  # the write is seen by autograd's checks
-        a, b, off = src.numpy(), dst_base.clone().numpy(), src.storage_offset()
-        view = np.lib.stride_tricks.as_strided(b.reshape(-1)[off:], a.shape, a.strides)
-        want_a = b.copy()
-        np.lib.stride_tricks.as_strided(want_a.reshape(-1)[off:], a.shape, a.strides)[...] = a
-        pl.copy_into(view, a)
-        assert np.array_equal(b, want_a)
+        check_into_view(np, torch, dst_base, dst, src)
+
+
+def test_channels_between_rgb_and_rgba_images(np, torch):
+    """Groups on both sides at different steps: an RGB image's channel into an RGBA one's and
+    back, RGB into a 6-channel buffer, float16 every third element into every other."""
+    g = torch.Generator().manual_seed(34)
+    rgb = torch.randint(0, 256, (480, 640, 3), dtype=torch.uint8, generator=g)
+    rgba = torch.randint(0, 256, (480, 640, 4), dtype=torch.uint8, generator=g)
+    six = torch.randint(0, 256, (480, 640, 6), dtype=torch.uint8, generator=g)
+    h3, h2 = torch.randn(3000, 3000, generator=g).half(), torch.randn(3000, 2000, generator=g).half()
+    for dst_base, dst, src in ((rgba, rgba[..., 0], rgb[..., 0]), (rgb, rgb[..., 1], rgba[..., 1]),
+                               (six, six[..., :3], rgba[..., :3]), (rgba, rgba[..., :3], six[..., 3:]),
+                               (h2, h2[:, ::2], h3[:, ::3])):
+        check_into_view(np, torch, dst_base, dst, src)
+
+
+def check_into_view(np, torch, dst_base, dst, src):
+    """copy_into(dst, src) for dst a view of dst_base: torch's own copy_ the oracle, every byte of
+    dst_base compared, the version counter bumped; then the same with NumPy arrays."""
+    orig = dst_base.clone()
+    want = dst_base.clone()
+    want.as_strided(dst.shape, dst.stride(), dst.storage_offset()).copy_(src)
+    version = dst_base._version
+    assert pl.copy_into(dst, src) is dst
+    assert torch.equal(dst_base, want), (dst.shape, dst.stride(), src.stride())
+    assert dst_base._version > version  # the write is seen by autograd's checks
+    b = orig.numpy()
+    item = b.itemsize
+    view = np.lib.stride_tricks.as_strided(b.reshape(-1)[dst.storage_offset():], dst.shape,
+                                           [st * item for st in dst.stride()])
+    pl.copy_into(view, src.numpy())
+    assert np.array_equal(b, want.numpy())
