@@ -717,6 +717,10 @@ def view_into_cases(quick: bool) -> list[tuple[str, Callable[[], tuple[Any, Any]
          lambda: (torch.randn(npts, 4)[:, :3], torch.randn(npts, 4)[:, :3])),
         (f"every other column y[:, ::2] = x[:, ::2] ({n}, {n}) f32",
          lambda: (torch.randn(n, n)[:, ::2], torch.randn(n, n)[:, ::2])),
+        (f"RGB channel into RGBA rgba[..., 0] = rgb[..., 0] ({h}, {w}) uint8",
+         lambda: (u8(h, w, 4)[..., 0], u8(h, w, 3)[..., 0])),
+        (f"every third into every other y[:, ::2] = x[:, ::3] ({n}, {n}) f16",
+         lambda: (torch.randn(n, n).half()[:, ::2], torch.randn(n, 3 * n // 2).half()[:, ::3])),
     ]
 
 
