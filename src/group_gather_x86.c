@@ -252,6 +252,21 @@ static int64_t pl_gs_src(int64_t x, int64_t g, int64_t step) /* the src byte of 
     return (x / step) * g + (r < g ? r : g);
 }
 
+/* The scatters' and moves' shape: groups step bytes apart in dst, whose
+ * pattern on 64-byte vectors repeats every step / gcd(step, 64) vectors,
+ * one load a vector; false where that period is over PL_GG_MAX_VEC. */
+static bool pl_gs_shape(_pylayout_group_gather *t, int64_t g, int64_t step)
+{
+    const int64_t nvec = pl_gg_period(step, 64);
+    if (nvec > PL_GG_MAX_VEC)
+        return false;
+    t->g = g;
+    t->step = step;
+    t->nvec = (int)nvec;
+    t->loads = 1;
+    return true;
+}
+
 PL_VBMI PL_INLINE void pl_gs64_vector(const char *src, char *dst, int64_t w, int64_t o, int64_t src_bytes,
                                       int64_t dst_bytes, __m512i idx, uint64_t keep)
 {
@@ -299,16 +314,9 @@ static PL_VBMI void pl_gs64_run(const char *src, char *dst, int64_t n, const _py
 bool _pylayout_group_scatter_avx512(_pylayout_group_gather *t, int64_t g, int64_t step)
 {
     if ((_pylayout_cpu_features() & PL_CPU_AVX512VBMI) == 0 || g < 1 || g >= 16 || step <= g || step > 16 ||
-        (step == 16 && (g & (g - 1)) == 0))
+        (step == 16 && (g & (g - 1)) == 0) || !pl_gs_shape(t, g, step))
         return false;
-    const int64_t nvec = pl_gg_period(step, 64);
-    if (nvec > PL_GG_MAX_VEC)
-        return false;
-    t->g = g;
-    t->step = step;
-    t->nvec = (int)nvec;
-    t->loads = 1;
-    t->src_period = nvec * 64 / step * g;
+    t->src_period = t->nvec * 64 / step * g;
     for (int v = 0; v < t->nvec; v++) {
         t->base[v] = pl_gs_src(64 * v, g, step);
         t->keep[v] = 0;
@@ -369,16 +377,9 @@ static PL_AVX512BW void pl_gm64_run(const char *src, char *dst, int64_t n, const
  * level. */
 bool _pylayout_group_move_avx512(_pylayout_group_gather *t, int64_t g, int64_t step)
 {
-    if (g < 1 || step <= g || step > 64)
+    if (g < 1 || step <= g || step > 64 || !pl_gs_shape(t, g, step))
         return false;
-    const int64_t nvec = pl_gg_period(step, 64);
-    if (nvec > PL_GG_MAX_VEC)
-        return false;
-    t->g = g;
-    t->step = step;
-    t->nvec = (int)nvec;
-    t->loads = 1;
-    t->src_period = nvec * 64;
+    t->src_period = t->nvec * 64;
     for (int v = 0; v < t->nvec; v++) {
         t->base[v] = 64 * v;
         t->keep[v] = 0;
