@@ -336,8 +336,8 @@ bool _pylayout_group_scatter_avx512(_pylayout_group_gather *t, int64_t g, int64_
  * another's, rgba2[..., :3] = rgba[..., :3]; x[:, ::2] into y[:, ::2]):
  * dst byte x, where x % step < g, is src byte x.  Each 64-byte vector is a
  * load and a store masked to the groups' bytes (`keep`, AVX-512BW; no
- * shuffle).  The period is step / gcd(step, 64) vectors.  Loads stop at the last group's
- * last byte, masked there, as the gathers' do.
+ * shuffle).  The period is step / gcd(step, 64) vectors.  Loads stop at
+ * the last group's last byte, masked there, as the gathers' do.
  *
  * Each vector prefetches the dst line PL_GM_AHEAD bytes on for writing:
  * past L3 the masked stores without it ran at 0.8-0.9x the rows' own
