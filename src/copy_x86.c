@@ -882,6 +882,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .group_stream = pl_group_stream_avx2,
     PL_AVX2_COMPLEX,
     PL_AVX2_REVERSE,
+    .group_flip = _pylayout_group_flip_avx2,
     .fence = pl_sfence,
     .thin = &_pylayout_thin_avx2,
 };
@@ -1475,6 +1476,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .group_gather = _pylayout_group_gather_avx512,
     .group_scatter = _pylayout_group_scatter_avx512,
     .group_move = _pylayout_group_move_avx512,
+    .group_flip = _pylayout_group_flip_avx512,
     .stream_copy = pl_stream_copy_avx512,
     .group_stream = pl_group_stream_avx512,
     PL_AVX2_COMPLEX,

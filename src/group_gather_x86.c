@@ -34,6 +34,10 @@
  * bytes a vector, so no byte between groups is written.  Groups at the
  * same step on both sides (one RGBA image's RGB into another's) need no
  * shuffle: a load and the same masked store a vector (AVX-512BW).
+ *
+ * At step -g the groups are packed, in the opposite order (group_flip):
+ * each vector is one load, the bytes that end with its first group's
+ * last byte, and one shuffle.
  */
 #include <stdint.h>
 #include <string.h>
@@ -387,6 +391,80 @@ bool _pylayout_group_move_avx512(_pylayout_group_gather *t, int64_t g, int64_t s
             t->keep[v] |= (uint64_t)((64 * v + i) % step < g) << i;
     }
     t->run = pl_gm64_run;
+    return true;
+}
+
+/* ------------------------------------------------ groups in reverse order */
+
+/* Packed groups in the opposite order, dst[j] = src[-(j / g) * g + j % g]
+ * (the gather at step -g): the pixels of an HWC image flipped, img[:, ::-1]
+ * of NumPy, np.fliplr.  Each vector of W bytes holds k = W / g groups,
+ * from the W bytes of src that end with the first one's last byte, put in
+ * order by one shuffle (the same for every vector: ctl[0]).  Its bytes
+ * past the k groups are the next vector's to write; the vectors stop while
+ * W bytes of groups are left, so no load or store leaves the row, and the
+ * last groups go one at a time (AVX2) or masked (AVX-512).  Ascending or
+ * descending through dst measured the same. */
+static void pl_gf_ctl(_pylayout_group_gather *t, int64_t g, int W)
+{
+    const int64_t k = W / g;
+    memset(t->ctl[0], 0x80, sizeof t->ctl[0]);
+    for (int64_t p = 0, b = 0; p < k; p++) /* byte r of group p: src lies W - (p + 1) * g + r into the load */
+        for (int64_t r = 0; r < g; r++, b++)
+            t->ctl[0][b] = (uint8_t)(W - (p + 1) * g + r);
+    t->g = g;
+    t->step = -g;
+    t->nvec = 1;
+    t->loads = 1;
+}
+
+static PL_AVX2 void pl_gf16_run(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t)
+{
+    const int64_t g = t->g, k = 16 / g;
+    const __m128i ctl = pl_ld16((const char *)t->ctl[0]);
+    int64_t q = 0;
+    for (; (n - q) * g >= 16; q += k)
+        _mm_storeu_si128((__m128i *)(void *)(dst + q * g), _mm_shuffle_epi8(pl_ld16(src - q * g + g - 16), ctl));
+    for (; q < n; q++)
+        memcpy(dst + q * g, src - q * g, (size_t)g);
+}
+
+/* Groups of 3 to 15 bytes: one vector holds at least one.  2-, 4-, 8- and
+ * 16-byte groups are one element of the copy already (plan.c), which the
+ * reverse kernels flip. */
+bool _pylayout_group_flip_avx2(_pylayout_group_gather *t, int64_t g, int64_t step)
+{
+    if (g < 2 || g >= 16 || step != -g)
+        return false;
+    pl_gf_ctl(t, g, 16);
+    t->run = pl_gf16_run;
+    return true;
+}
+
+static PL_VBMI void pl_gf64_run(const char *src, char *dst, int64_t n, const _pylayout_group_gather *t)
+{
+    const int64_t g = t->g, k = 64 / g;
+    const __m512i ctl = _mm512_loadu_si512(t->ctl[0]);
+    int64_t q = 0;
+    for (; (n - q) * g >= 64; q += k)
+        _mm512_storeu_si512(dst + q * g, _mm512_permutexvar_epi8(ctl, _mm512_loadu_si512(src - q * g + g - 64)));
+    const int64_t left = (n - q) * g; /* under 64 bytes: fewer than k groups */
+    if (left > 0) {
+        const __m512i x = _mm512_maskz_loadu_epi8((__mmask64)~pl_gg_lanes(64 - left), src - q * g + g - 64);
+        _mm512_mask_storeu_epi8(dst + q * g, (__mmask64)pl_gg_lanes(left), _mm512_permutexvar_epi8(ctl, x));
+    }
+}
+
+/* Groups up to PL_GG_MAX_GROUP bytes (two a vector); without VBMI, the
+ * AVX2 kernel. */
+bool _pylayout_group_flip_avx512(_pylayout_group_gather *t, int64_t g, int64_t step)
+{
+    if ((_pylayout_cpu_features() & PL_CPU_AVX512VBMI) == 0)
+        return _pylayout_group_flip_avx2(t, g, step);
+    if (g < 2 || g > PL_GG_MAX_GROUP || step != -g)
+        return false;
+    pl_gf_ctl(t, g, 64);
+    t->run = pl_gf64_run;
     return true;
 }
 

@@ -89,7 +89,10 @@ typedef void (*_pylayout_gatherk_fn)(const char *src, int64_t ssb, char *dst, in
  * group_move groups at the same step in both (one RGBA image's RGB into
  * another's):
  *     dst[(j / g) * step + j % g] = src[(j / g) * step + j % g]
- * with the same masked stores. */
+ * with the same masked stores.  group_flip prepares the gather at step
+ * -g: packed groups in the opposite order, each kept whole (the pixels of
+ * a flipped HWC image, img[:, ::-1]), src the first group, the others
+ * below it. */
 #define PL_GG_MAX_VEC 8      /* vectors in a period: g / gcd(g, vector bytes) */
 #define PL_GG_MAX_GROUP 32   /* bytes in a group; longer ones copy as rows */
 #define PL_GG_MAX_STEP 256   /* bytes from a group to the next */
@@ -214,6 +217,7 @@ typedef struct _pylayout_kernels {
     _pylayout_group_gather_fn group_gather;
     _pylayout_group_gather_fn group_scatter;
     _pylayout_group_gather_fn group_move;
+    _pylayout_group_gather_fn group_flip;
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
     /* Packed groups of 16 bytes or less, each reversed. */
@@ -288,6 +292,8 @@ bool _pylayout_group_gather_avx2(_pylayout_group_gather *t, int64_t g, int64_t s
 bool _pylayout_group_gather_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 bool _pylayout_group_scatter_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 bool _pylayout_group_move_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
+bool _pylayout_group_flip_avx2(_pylayout_group_gather *t, int64_t g, int64_t step);
+bool _pylayout_group_flip_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

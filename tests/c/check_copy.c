@@ -429,6 +429,18 @@ static unsigned char *guarded_alloc(size_t n, guarded *g)
     return g->base + body - n;
 }
 
+/* The same guard before the buffer instead: n bytes that start on the
+ * first byte of a page whose previous page is inaccessible. */
+static unsigned char *guarded_alloc_after(size_t n, guarded *g)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), body = (n + page - 1) / page * page;
+    g->len = body + page;
+    g->base = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ck_assert(g->base != MAP_FAILED);
+    ck_assert_int_eq(mprotect(g->base, page, PROT_NONE), 0);
+    return g->base + page;
+}
+
 static void guarded_free(guarded *g) { ck_assert_int_eq(munmap(g->base, g->len), 0); }
 
 /* Copies a src of `shape` and element strides `sstrides` (all positive),
@@ -499,7 +511,8 @@ END_TEST
  * last group, as in stepk_case.  Each case also runs the other way
  * (groups_scatter_case), between groups on both sides at the same step
  * and at different ones (groups_move_case) and into planes
- * (groups_planes_case). */
+ * (groups_planes_case); groups packed in both, flipped in src, have their
+ * own grid (groups_flip_case). */
 static void groups_case(int64_t rows, int64_t n, int64_t c, int64_t C, int64_t row_pad, size_t is, size_t mis,
                         unsigned *seed)
 {
@@ -568,6 +581,34 @@ static void groups_move_case(int64_t rows, int64_t n, int64_t c, int64_t Cs, int
     guarded_free(&gs);
 }
 
+/* Groups packed in both, in the opposite order in src: x[:, ::-1] of a
+ * (rows, n, c) buffer, the pixels of an HWC image flipped (group_flip of
+ * group_gather_x86.c), or with its rows flipped too (rot: rotated by 180
+ * degrees; rows without a pad then fuse into one).  src's buffer starts
+ * on the first byte after an inaccessible page (low) or ends on the last
+ * byte before one, so that a load past either end of it faults, masked or
+ * not. */
+static void groups_flip_case(int64_t rows, int64_t n, int64_t c, int64_t row_pad, bool rot, bool low, size_t is,
+                             size_t mis, unsigned *seed)
+{
+    const int64_t shape[3] = {rows, n, c}, rs = n * c + row_pad;
+    const int64_t sstrides[3] = {rot ? -rs : rs, -c, 1};
+    const size_t span = (size_t)((rows - 1) * rs + n * c) * is;
+    const size_t soff = low ? 0 : mis * (is > 1 ? is / 2 : 1) + mis;
+    guarded g;
+    unsigned char *buf = low ? guarded_alloc_after(span, &g) : guarded_alloc(soff + span, &g);
+    for (size_t i = 0; i < soff + span; i++)
+        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    /* element [0][0][0]: the last group of the first row (rot: of the last row) */
+    const size_t first = soff + (size_t)((rot ? (rows - 1) * rs : 0) + (n - 1) * c) * is;
+    const DLTensor src = dl_make(buf, 3, shape, sstrides, dtype_of_size(is), first);
+    tens d;
+    tens_make(&d, 3, shape, NULL, NULL, NULL, NULL, is, mis * (is + 1), SENTINEL, seed);
+    check_against_ref(&src, &d);
+    tens_free(&d);
+    guarded_free(&g);
+}
+
 /* Groups with gaps into planes: x[:, :c].T of an (n, C) src into a dense
  * (c, n) dst, RGBA's RGB to CHW (plan.c's pl_unzip_gaps: the groups
  * gathered into a buffer, then unzipped). */
@@ -607,7 +648,29 @@ static void groups_cases(void)
                         groups_planes_case(lens[li] + 1365, c, C, is, mis, &seed);
                 }
         }
+    /* flipped: groups of 2 to 48 bytes, lengths around the 16- and
+     * 64-byte vectors' groups */
+    static const int64_t flips[] = {1, 2, 3, 5, 6, 7, 9, 11, 12, 13, 15, 16, 17, 21, 24, 31, 32, 33, 48};
+    static const int64_t flip_lens[] = {1, 2, 4, 5, 6, 10, 11, 21, 22, 43, 64, 65, 86, 87, 171, 1031};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t fi = 0; fi < sizeof flips / sizeof flips[0]; fi++) {
+            const int64_t c = flips[fi];
+            if ((int64_t)is * c > 48 || (int64_t)is * c < 2)
+                continue;
+            for (size_t li = 0; li < sizeof flip_lens / sizeof flip_lens[0]; li++)
+                for (size_t mis = 0; mis < 2; mis++) {
+                    groups_flip_case(1, flip_lens[li], c, 0, false, mis, is, mis, &seed);
+                    groups_flip_case(3, flip_lens[li], c, 0, false, !mis, is, mis, &seed);
+                    groups_flip_case(3, flip_lens[li], c, 1, true, mis, is, mis, &seed);
+                    groups_flip_case(2, flip_lens[li], c, 0, true, !mis, is, mis, &seed); /* one row */
+                }
+        }
     /* 1 to 6 MiB of dst: the threads split the rows */
+    for (size_t is = 1; is <= 4; is *= 2) {
+        groups_flip_case(16, 65537, 3, 5, false, false, is, 1, &seed);
+        groups_flip_case(16, 65537, 3, 5, true, true, is, 1, &seed);
+    }
+    groups_flip_case(1, 1 << 20, 3, 0, false, true, 1, 0, &seed);
     for (size_t is = 1; is <= 8; is *= 2)
         groups_case(16, 65537, 3, 4, 5, is, 1, &seed);
     groups_case(1, 1 << 20, 2, 3, 0, 1, 1, &seed);

@@ -1264,7 +1264,11 @@ static void op_big_gather(reader *r)
  * groups of a second strided buffer (one RGBA image's RGB into another's:
  * the masked moves), at its own offset, or into groups 1-3 elements
  * further apart (an RGB image's channel into an RGBA one's: the staged
- * copies) with the byte after the offsets.  The strided side ends
+ * copies) with the byte after the offsets.  A gather whose byte after
+ * the offsets has bit 0 set reads its groups packed instead, in the
+ * opposite order along n (an HWC image's pixels flipped: group_flip), and
+ * with bit 1 its rows flipped too (rotated by 180 degrees).  The strided
+ * side ends
  * exactly at its last group (ASan catches a load past it) and starts at a
  * fuzzed byte offset; its rows lie 0 to 2 elements apart past a row's last
  * group, or exactly one group's step (rows that fuse).  Every element is
@@ -1313,6 +1317,39 @@ static void op_big_groups(reader *r)
             }
         for (size_t i = 0; i < doff + dbytes + 64; i++)
             CHECK(dbuf[i] == 0xA5, "big group move wrote between groups (byte %zu)", i);
+        free(gbuf);
+        free(dbuf);
+        return;
+    }
+    /* flipped: the groups packed instead, in the opposite order along n
+     * (an HWC image's pixels flipped: group_flip), and with bit 1 the rows
+     * too (rotated by 180 degrees); a byte after the offsets of a gather,
+     * none: not flipped */
+    const uint8_t flip_byte = !scatter && !planes ? u8(r) : 0;
+    if (flip_byte & 1) {
+        const bool rot = flip_byte & 2;
+        const int64_t rs = n * c + pad;
+        int64_t fstr[3] = {rot ? -rs : rs, -c, 1};
+        const size_t fbytes = (size_t)((rows - 1) * rs + n * c) * is;
+        /* element [0][0][0]: the first row's last group (rot: the last row's) */
+        const size_t first = goff + (size_t)((rot ? (rows - 1) * rs : 0) + (n - 1) * c) * is;
+        uint8_t *fbuf = malloc(goff + fbytes);
+        CHECK(fbuf, "out of memory");
+        DLTensor src = {.data = fbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                        .strides = fstr, .byte_offset = first};
+        DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = 3, .dtype = dt, .shape = shape,
+                        .strides = dense, .byte_offset = doff};
+        big_fill(fbuf, goff + fbytes);
+        memset(dbuf, 0xA5, doff + dbytes + 64);
+        CHECK(pylayout_copy(&src, &dst) == PYLAYOUT_OK, "big group flip failed");
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < n; j++)
+                CHECK(memcmp(dbuf + doff + (size_t)((i * n + j) * c) * is,
+                             fbuf + first + (size_t)(i * fstr[0] - j * c) * is, (size_t)c * is) == 0,
+                      "big group flip (%lld a group%s): group %lld, %lld differs", (long long)c, rot ? ", rows too" : "",
+                      (long long)i, (long long)j);
+        big_check_slack(dbuf, doff, dbytes, "big group flip");
+        free(fbuf);
         free(gbuf);
         free(dbuf);
         return;
