@@ -13,7 +13,10 @@ must the masked moves between groups at the same step on both sides
 the copies between groups at different steps (an RGB image's channel into
 an RGBA one's), gathered into a buffer and scattered from there.  Groups
 with gaps into planes (rgba[..., :3].permute(2, 0, 1), the DataLoader
-direction) gather into a buffer, then unzip.  Checked
+direction) gather into a buffer, then unzip.  Groups packed in both, in the
+opposite order in src (np.fliplr of an HWC image: the gather at step -g),
+have their own kernels; torch, which has no negative strides, is the oracle
+through torch.flip.  Checked
 at 1 and 2 threads, with sources and destinations off their cache lines and
 off their element alignment, lengths around the kernels' vector periods,
 rows that fuse and rows that do not (crops), and guard bytes around every
@@ -90,6 +93,23 @@ def check_move(n, C, cols, dtype, seed, soff, doff, Cd=None, dcols=None):
     assert raw.tobytes() == want.tobytes(), ("move", n, C, cols, dtype, soff, doff)
     return 1
 
+def check_flip(a, dims):
+    # a flipped along dims (negative steps: NumPy's view), checked against
+    # NumPy's own copy, or torch.flip of a's tensor (torch has no negative
+    # strides); with torch, also copied into a torch tensor
+    idx = tuple(slice(None, None, -1) if d in dims else slice(None) for d in range(a.ndim))
+    view = a[idx]
+    if oracle == "numpy":
+        check(view)
+        return 1
+    want = torch.flip(torch.from_numpy(a), dims)
+    got = pl.contiguous(view)
+    assert got.tobytes() == want.numpy().tobytes(), ("flip", a.shape, dims)
+    out = torch.full(want.shape, 0, dtype=want.dtype)
+    assert pl.copy_into(out, view) is out
+    assert torch.equal(out, want) or out.numpy().tobytes() == want.numpy().tobytes(), ("flip into", a.shape, dims)
+    return 1
+
 # (c, C): c elements of each group of C
 GROUPS = [(3, 4), (2, 3), (3, 5), (3, 6), (3, 8), (6, 8), (5, 8), (4, 5), (7, 8), (3, 11), (5, 16), (8, 12),
           (2, 9), (3, 48)]
@@ -135,7 +155,26 @@ def run():
                               source(1500 * C, dtype, C, 3 * isz).reshape(1500, C)[:, :c].T):
                         check(v)
                         cases += 1
+            # groups in the opposite order (an HWC image flipped): groups of
+            # 3 to 32 bytes take group_flip, longer ones their rows
+            for c in (3, 5, 6, 7, 9, 12, 24):
+                for n in (LENGTHS if threads == 1 else LENGTHS[::4]):
+                    for off in (0, isz, 16 + isz // 2):
+                        if off % isz and oracle == "torch":
+                            continue
+                        a = source(n * c, dtype, n + c, off).reshape(n, c)
+                        cases += check_flip(a, (0,))
+                a = source(37 * 90 * c, dtype, c, 16).reshape(37, 90, c)
+                cases += check_flip(a, (1,)) + check_flip(a, (0, 1))
+                if oracle == "numpy":  # crops: rows that do not fuse
+                    check(a[3:-2, -6:4:-1])
+                    check(a[::-2, ::-1])
+                    cases += 2
             # 2 to 4 MiB of dst: the threads split the rows
+            for c in (3, 6):
+                n = ((4 << 20) // (isz * c) // 256 + 1) * 256
+                a = source(n * c, dtype, c, 0).reshape(256, -1, c)
+                cases += check_flip(a, (1,)) + check_flip(a, (0, 1))
             for c, C in ((3, 4), (2, 3)):
                 n = ((4 << 20) // (isz * c) // 256 + 1) * 256
                 a = source(n * C, dtype, C, 0).reshape(-1, C)
@@ -228,6 +267,28 @@ def test_channels_between_rgb_and_rgba_images(np, torch):
                                (six, six[..., :3], rgba[..., :3]), (rgba, rgba[..., :3], six[..., 3:]),
                                (h2, h2[:, ::2], h3[:, ::3])):
         check_into_view(np, torch, dst_base, dst, src)
+
+
+def test_flipped_and_rotated_images(np, torch):
+    """The flips and rotations of augmentation code on NumPy images: np.fliplr, np.flipud, a
+    rotation by 180 degrees, BGR as RGB flipped; against NumPy's copy and torch.flip."""
+    rng = np.random.default_rng(35)
+    for img in (rng.integers(0, 256, (480, 640, 3), dtype=np.uint8), rng.integers(0, 256, (224, 224, 3), np.uint8),
+                rng.standard_normal((96, 128, 3), dtype=np.float32),
+                rng.standard_normal((60, 70, 3)).astype(np.float16), rng.integers(0, 256, (33, 47, 5), np.uint8)):
+        t = torch.from_numpy(img)
+        for threads in (1, 2):
+            before = pl.get_num_threads()
+            pl.set_num_threads(threads)
+            for view, want in ((np.fliplr(img), torch.flip(t, (1,))), (np.flipud(img), torch.flip(t, (0,))),
+                               (np.rot90(img, 2), torch.flip(t, (0, 1))),
+                               (img[:, ::-1, ::-1], torch.flip(t, (1, 2)))):
+                got = pl.contiguous(view)
+                assert type(got) is np.ndarray and got.flags.c_contiguous
+                assert np.array_equal(got, np.ascontiguousarray(view)) and np.array_equal(got, want.numpy())
+                out = torch.empty_like(t)
+                assert pl.copy_into(out, view) is out and torch.equal(out, want)
+            pl.set_num_threads(before)
 
 
 def check_into_view(np, torch, dst_base, dst, src):
