@@ -632,12 +632,13 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
     return lines
 
 
-def _flipped_last(shape: tuple[int, ...], dt: str, modulo: int = 0) -> Any:
-    """np.arange over `shape` (mod `modulo` when set) as `dt`, its last dim reversed."""
+def _flipped_last(shape: tuple[int, ...], dt: str, modulo: int = 0, dims: tuple[int, ...] = (-1,)) -> Any:
+    """np.arange over `shape` (mod `modulo` when set) as `dt`, the dims `dims` (by default the
+    last) reversed."""
     values = np.arange(int(np.prod(shape)))
     if modulo:
         values = values % modulo
-    return values.astype(dt).reshape(shape)[..., ::-1]
+    return np.flip(values.astype(dt).reshape(shape), dims)
 
 
 def numpy_view_cases(quick: bool) -> list[tuple[str, Callable[[], Any]]]:
@@ -653,6 +654,14 @@ def numpy_view_cases(quick: bool) -> list[tuple[str, Callable[[], Any]]]:
     h, w = 1080 // s, 1920 // s
     cases.append((f"HWC image BGR as RGB img[..., ::-1] ({h}, {w}, 3) uint8",
                   functools.partial(_flipped_last, (h, w, 3), "uint8", 251)))
+    cases.append((f"HWC image flipped horizontally np.fliplr(img) ({h}, {w}, 3) uint8",
+                  functools.partial(_flipped_last, (h, w, 3), "uint8", 251, (1,))))
+    cases.append((f"HWC image rotated by 180 degrees img[::-1, ::-1] ({h}, {w}, 3) uint8",
+                  functools.partial(_flipped_last, (h, w, 3), "uint8", 251, (0, 1))))
+    cases.append(("HWC crop flipped horizontally np.fliplr(img) (224, 224, 3) uint8",
+                  functools.partial(_flipped_last, (224, 224, 3), "uint8", 251, (1,))))
+    cases.append((f"HWC image flipped horizontally np.fliplr(img) ({h // 2}, {w // 2}, 3) float32",
+                  functools.partial(_flipped_last, (h // 2, w // 2, 3), "float32", 0, (1,))))
     return cases
 
 
