@@ -431,7 +431,11 @@ static void pl_run_planes(const pl_plan *p, const char *s, char *d, int64_t na, 
  * direction for PNGs with alpha): the groups gathered packed into an L1
  * buffer (group_gather), PL_UNZIP_GAPS_BYTES at a time, then unzipped from
  * there.  The tiles it took before, three elements wide, ran below torch:
- * uint8 (1080,1920,4), 1 thread, 1946 us (torch 1646). */
+ * uint8 (1080,1920,4), 1 thread, 1946 us (torch 1646).  Also for groups
+ * packed in the opposite order (an HWC image flipped into planes,
+ * img[:, ::-1].transpose(2, 0, 1), torchvision's ToTensor of a flipped
+ * image), put in order by group_flip: uint8 (1080,1920,3), 1 thread, 2.8
+ * -> 28 GB/s (NumPy 4.0). */
 #define PL_UNZIP_GAPS_BYTES 4096
 
 __attribute__((noinline)) /* its 4 KiB buffer in its own frame, not in every copy's */
@@ -1099,7 +1103,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
          * and adjacent (channels_last_3d with C = 64 floats) are already
          * written sequentially line by line, and measured slower as runs
          * (NCDHW (1,64,32,56,56) float32, 1 thread: 21 -> 17 GB/s) */
-        p->ta = pl_max(1, (p->dsb > PL_STREAM_RUN_BYTES ? PL_STREAM_RUN_BYTES : PL_LINE_BYTES) / is);
+        p->ta = pl_max(1, (pl_abs(p->dsb) > PL_STREAM_RUN_BYTES ? PL_STREAM_RUN_BYTES : PL_LINE_BYTES) / is);
         p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
     } else if (large && !lines && k->tile_runs[lg] != NULL && p->na * is >= PL_STREAM_RUN_BYTES) {
         /* dst rows off their lines: 256-byte runs of each row, built in
@@ -1153,7 +1157,8 @@ typedef struct pl_groups {
 /* The copy of g-byte groups left when dim q is taken out of the n
  * canonical dims into the groups: rshape, rss and rds get its n - 1 dims,
  * *b the dim its tiles take along src.  Returns whether it is a transpose
- * whose dim b steps src by sb bytes. */
+ * whose dim b steps src by sb bytes, or back by a whole group (sb = g: the
+ * tiles then run with b backwards in both, see pl_copy_canonical). */
 static bool pl_group_copy(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int q, int64_t sb,
                           int64_t g, int64_t *rshape, int64_t *rss, int64_t *rds, int *b)
 {
@@ -1165,7 +1170,7 @@ static bool pl_group_copy(int n, const int64_t *shape, const int64_t *ss, const 
             rds[m] = ds[k];
             m++;
         }
-    return pl_choose_kind(n - 1, rss, rds, g, b) == PL_TRANSPOSE && rss[*b] == sb;
+    return pl_choose_kind(n - 1, rss, rds, g, b) == PL_TRANSPOSE && (rss[*b] == sb || (sb == g && rss[*b] == -g));
 }
 
 /* Whether a copy of groups of P elements of e bytes, packed in one tensor
@@ -1465,6 +1470,14 @@ static bool pl_choose_thin(pl_plan *p, const _pylayout_kernels *k)
                p->nb * is <= PL_GG_MAX_GROUP && k->group_gather != NULL &&
                k->group_gather(&p->gg, p->nb * is, p->ssa)) {
         /* src groups with gaps between them (pl_unzip_gaps) */
+        P = p->nb;
+        p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
+        p->grouped = true;
+    } else if (p->nb >= 2 && pl_thin_wins(p->nb, is, false) && p->ssa == -p->nb * is && p->na >= PL_THIN_MIN_LONG &&
+               k->group_flip != NULL && k->group_flip(&p->gg, p->nb * is, p->ssa)) {
+        /* src groups packed in the opposite order (an HWC image flipped
+         * into planes, img[:, ::-1].transpose(2, 0, 1)): put in order by
+         * group_flip, then unzipped (pl_unzip_gaps) */
         P = p->nb;
         p->unzip = t->unzip[P - 2][lg] != NULL ? t->unzip[P - 2][lg] : _pylayout_thin_portable.unzip[P - 2][lg];
         p->grouped = true;
@@ -1858,6 +1871,24 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     p.nb = b >= 0 ? shape[b] : 1;
     p.ssb = b >= 0 ? ss[b] : 0;
     p.dsb = b >= 0 ? ds[b] : 0;
+    /* A transpose whose src steps back along b, one element at a time
+     * (NumPy's np.rot90(a) = a[:, ::-1].T: dst row j is src column n - 1 -
+     * j) runs with b backwards in both: src forwards along b, as the tile
+     * kernels read it, and dst's rows last first (dsb < 0, which every
+     * transpose kernel and the thin unzips take; the wrapped tiles and the
+     * thin zips, which want dense dst rows, do not run), and so does one of
+     * pixels through planes
+     * (np.rot90(img) of an HWC image: pl_group_copy).  Each went element
+     * by element, or pixel by pixel.  On the 2-core Zen 5 dev VM, GB/s, 1
+     * thread / 2 (python -m pylayout bench --only np.rot90), before /
+     * after: float32 (2048, 2048) 2.1 / 25, 4.1 / 34; uint8 (1080,1920,3)
+     * 2.3 / 35, 4.3 / 62 (NumPy 0.6 and 0.9). */
+    if (p.kind == PL_TRANSPOSE && p.ssb == -is) {
+        p.src += (p.nb - 1) * p.ssb;
+        p.dst += (p.nb - 1) * p.dsb;
+        p.ssb = is;
+        p.dsb = -p.dsb;
+    }
 
     if (pg != NULL) {
         int64_t outer = 1;

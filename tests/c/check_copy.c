@@ -845,6 +845,80 @@ START_TEST(test_negative_strides)
 }
 END_TEST
 
+/* Rotations by 90 degrees, a transpose whose src steps back along the dim
+ * its tiles read (NumPy's np.rot90(a) = a[:, ::-1].T; plan.c runs it with
+ * that dim backwards in both, dst's rows last first): every element size,
+ * ragged edges, dst on and off its lines, past the streaming threshold;
+ * the same of pixels of 3 to 8 elements (an HWC image rotated, through
+ * planes), and an HWC image flipped into planes (img[:, ::-1] to CHW:
+ * group_flip, then unzipped). */
+static void rotation_cases(void)
+{
+    unsigned seed = 15;
+    static const int64_t sizes[][2] = {{1, 9}, {5, 7}, {17, 33}, {64, 64}, {100, 300}, {1027, 517}};
+    static const int t2[2] = {1, 0}, f2[2] = {1, 0}, f2b[2] = {1, 1};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t is = 1; is <= 16; is *= 2)
+            for (int v = 0; v < 3; v++) {
+                tens s, d;
+                tens_make(&s, 2, sizes[i], t2, NULL, v == 2 ? f2b : f2, NULL, is, v * is, -1, &seed);
+                tens_make(&d, 2, sizes[i], NULL, NULL, NULL, NULL, is, v == 1 ? 3 * is : 0, SENTINEL, &seed);
+                check_and_free(&s, &d);
+            }
+    /* 4-12 MiB: streamed tiles, threads */
+    static const int64_t big[][2] = {{2048, 1100}, {1031, 2049}};
+    for (size_t i = 0; i < 2; i++)
+        for (size_t is = 1; is <= 4; is *= 4) {
+            tens s, d;
+            tens_make(&s, 2, big[i], t2, NULL, f2, NULL, is, 0, -1, &seed);
+            tens_make(&d, 2, big[i], NULL, NULL, NULL, NULL, is, i * 16, SENTINEL, &seed);
+            check_and_free(&s, &d);
+        }
+    /* pixels of P elements: (W, H, P) from an (H, W, P) image with W
+     * flipped, and (P, H, W) from one flipped along W */
+    static const int t3[3] = {1, 0, 2}, f3[3] = {1, 0, 0}, c3[3] = {1, 2, 0}, fw[3] = {0, 0, 1};
+    for (int64_t P = 2; P <= 8; P++)
+        for (size_t is = 1; is <= 4; is *= 2)
+            for (int v = 0; v < 2; v++) {
+                const int64_t shape[3] = {37 + v * 64, 29 + v * 100, P}, planes[3] = {P, 29 + v * 100, 37 + v * 64};
+                tens s, d;
+                tens_make(&s, 3, shape, t3, NULL, f3, NULL, is, v * is, -1, &seed);
+                tens_make(&d, 3, shape, NULL, NULL, NULL, NULL, is, v * 5 * is, SENTINEL, &seed);
+                check_and_free(&s, &d);
+                tens_make(&s, 3, planes, c3, NULL, fw, NULL, is, v * is, -1, &seed);
+                tens_make(&d, 3, planes, NULL, NULL, NULL, NULL, is, v * 3 * is, SENTINEL, &seed);
+                check_and_free(&s, &d);
+            }
+    /* every dim order and every set of flipped dims of a 4-D src whose
+     * last dim is short: pixels, planes and flips mixed (the fuzzer found
+     * elements flipped into packed groups of dst gone wrong) */
+    for (size_t is = 1; is <= 4; is *= 2)
+        for (int64_t P = 2; P <= 4; P++) {
+            const int64_t shape4[4] = {5, 6, 37, P};
+            int perm[4] = {0, 1, 2, 3};
+            do
+                for (int f = 0; f < 16; f++) {
+                    const int flip4[4] = {f & 1, (f >> 1) & 1, (f >> 2) & 1, (f >> 3) & 1};
+                    tens s, d;
+                    tens_make(&s, 4, shape4, perm, NULL, flip4, NULL, is, 0, -1, &seed);
+                    tens_make(&d, 4, shape4, NULL, NULL, NULL, NULL, is, is, SENTINEL, &seed);
+                    check_and_free(&s, &d);
+                }
+            while (next_perm(perm, 4));
+        }
+    const int64_t image[3] = {1080, 1920, 3}, planes[3] = {3, 1080, 1920};
+    tens s, d;
+    tens_make(&s, 3, image, t3, NULL, f3, NULL, 1, 0, -1, &seed);
+    tens_make(&d, 3, image, NULL, NULL, NULL, NULL, 1, 0, SENTINEL, &seed);
+    check_and_free(&s, &d);
+    tens_make(&s, 3, planes, c3, NULL, fw, NULL, 1, 0, -1, &seed);
+    tens_make(&d, 3, planes, NULL, NULL, NULL, NULL, 1, 0, SENTINEL, &seed);
+    check_and_free(&s, &d);
+}
+
+START_TEST(test_rotations) { check_both_thread_counts(rotation_cases); }
+END_TEST
+
 /* -------------------------------------------------------- byte_offset */
 
 START_TEST(test_byte_offset)
@@ -1400,7 +1474,7 @@ static Suite *copy_suite(void)
         TCASE("step2", TEST(test_step2)),
         TCASE("stepk", TEST(test_stepk)),
         TCASE("groups", TEST(test_groups)),
-        TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows)),
+        TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows), TEST(test_rotations)),
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),
         TCASE("errors", TEST(test_error_shape_mismatch), TEST(test_error_itemsize_mismatch),

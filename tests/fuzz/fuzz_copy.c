@@ -1124,7 +1124,8 @@ static void big_check_slack(const uint8_t *dbuf, size_t doff, size_t bytes, cons
  * groups.  src is dense
  * in a fuzzed dim order, dst row-major; both start at fuzzed byte offsets
  * (not on cache lines) inside exactly sized buffers, dst's slack filled with
- * a sentinel.  Every element and every slack byte is checked. */
+ * a sentinel; src's dims flipped as a byte after the offsets says.  Every
+ * element and every slack byte is checked. */
 static void op_big_permute(reader *r)
 {
     static const int64_t sizes[] = {2, 3, 4, 5, 8, 17, 27, 28, 64, 255, 1000, 4099};
@@ -1185,12 +1186,21 @@ static void op_big_permute(reader *r)
         acc *= shape[d];
     }
     size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is, bytes = (size_t)numel * is;
+    /* the byte after the offsets: bit d flips src's dim d (a negative
+     * stride, as NumPy's a[:, ::-1] and np.rot90 make); none: no flips */
+    const uint8_t flips = u8(r);
+    int64_t first_el = 0; /* src's element [0, ...], from its buffer's first */
+    for (int d = 0; d < ndim; d++)
+        if (flips >> d & 1) {
+            first_el += (shape[d] - 1) * sstr[d];
+            sstr[d] = -sstr[d];
+        }
     uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
     CHECK(sbuf && dbuf, "out of memory");
     big_fill(sbuf, soff + bytes);
     const DLDataType dt = big_dtype(is);
     DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
-                    .strides = sstr, .byte_offset = soff};
+                    .strides = sstr, .byte_offset = soff + (size_t)first_el * is};
     DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
                     .strides = dstr, .byte_offset = doff};
     /* A cached permute twice into the same dst, reset in between: the
@@ -1207,7 +1217,7 @@ static void op_big_permute(reader *r)
                 so += idx[d] * sstr[d];
                 dof += idx[d] * dstr[d];
             }
-            CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
+            CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)(first_el + so) * is, is) == 0,
                   "big permute (copy %d): element %lld differs", k, (long long)dof);
         } while (next_index(ndim, shape, idx));
         big_check_slack(dbuf, doff, bytes, "big permute");
