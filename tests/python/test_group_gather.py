@@ -110,6 +110,24 @@ def check_flip(a, dims):
     assert torch.equal(out, want) or out.numpy().tobytes() == want.numpy().tobytes(), ("flip into", a.shape, dims)
     return 1
 
+def check_rot(a, k, axes, planes=False):
+    # np.rot90(a, k, axes) (negative strides for k = 1 and 2), or with
+    # planes a flipped along axis 1 into (2, 0, 1) order (an HWC image's
+    # ToTensor after a flip), checked against NumPy's own copy, or torch's
+    # rot90 / flip of a's tensor
+    view = a[:, ::-1].transpose(2, 0, 1) if planes else np.rot90(a, k, axes)
+    if oracle == "numpy":
+        check(view)
+        return 1
+    t = torch.from_numpy(a)
+    want = torch.flip(t, (1,)).permute(2, 0, 1).contiguous() if planes else torch.rot90(t, k, axes)
+    got = pl.contiguous(view)
+    assert got.tobytes() == want.numpy().tobytes(), ("rot", a.shape, k, axes, planes)
+    out = torch.full(want.shape, 0, dtype=want.dtype)
+    assert pl.copy_into(out, view) is out
+    assert out.numpy().tobytes() == want.numpy().tobytes(), ("rot into", a.shape, k, axes, planes)
+    return 1
+
 # (c, C): c elements of each group of C
 GROUPS = [(3, 4), (2, 3), (3, 5), (3, 6), (3, 8), (6, 8), (5, 8), (4, 5), (7, 8), (3, 11), (5, 16), (8, 12),
           (2, 9), (3, 48)]
@@ -170,11 +188,25 @@ def run():
                     check(a[3:-2, -6:4:-1])
                     check(a[::-2, ::-1])
                     cases += 2
+            # rotations by 90 degrees: of matrices (a transpose whose src
+            # steps back along the tiles' dim), of images' pixels (through
+            # planes), and images flipped into planes (group_flip, unzipped)
+            for rows, cols in ((5, 7), (33, 65), (300, 517)):
+                m = source(rows * cols, dtype, rows, 16).reshape(rows, cols)
+                for k in (1, 2, 3):
+                    cases += check_rot(m, k, (0, 1))
+            for c in (3, 4, 5):
+                img = source(37 * 90 * c, dtype, c + 7, isz).reshape(37, 90, c)
+                for k in (1, 3):
+                    cases += check_rot(img, k, (0, 1))
+                cases += check_rot(img, 0, None, planes=True)
             # 2 to 4 MiB of dst: the threads split the rows
             for c in (3, 6):
                 n = ((4 << 20) // (isz * c) // 256 + 1) * 256
                 a = source(n * c, dtype, c, 0).reshape(256, -1, c)
                 cases += check_flip(a, (1,)) + check_flip(a, (0, 1))
+                cases += check_rot(a, 1, (0, 1)) + check_rot(a, 0, None, planes=True)
+            cases += check_rot(source(1 << 20, dtype, 5, 0).reshape(1024, -1), 1, (0, 1))
             for c, C in ((3, 4), (2, 3)):
                 n = ((4 << 20) // (isz * c) // 256 + 1) * 256
                 a = source(n * C, dtype, C, 0).reshape(-1, C)
@@ -270,8 +302,9 @@ def test_channels_between_rgb_and_rgba_images(np, torch):
 
 
 def test_flipped_and_rotated_images(np, torch):
-    """The flips and rotations of augmentation code on NumPy images: np.fliplr, np.flipud, a
-    rotation by 180 degrees, BGR as RGB flipped; against NumPy's copy and torch.flip."""
+    """The flips and rotations of augmentation code on NumPy images: np.fliplr, np.flipud,
+    rotations by 90, 180 and 270 degrees, BGR as RGB flipped, a flipped image into CHW; against
+    NumPy's copy and torch.flip / torch.rot90."""
     rng = np.random.default_rng(35)
     for img in (rng.integers(0, 256, (480, 640, 3), dtype=np.uint8), rng.integers(0, 256, (224, 224, 3), np.uint8),
                 rng.standard_normal((96, 128, 3), dtype=np.float32),
@@ -281,13 +314,16 @@ def test_flipped_and_rotated_images(np, torch):
             before = pl.get_num_threads()
             pl.set_num_threads(threads)
             for view, want in ((np.fliplr(img), torch.flip(t, (1,))), (np.flipud(img), torch.flip(t, (0,))),
-                               (np.rot90(img, 2), torch.flip(t, (0, 1))),
-                               (img[:, ::-1, ::-1], torch.flip(t, (1, 2)))):
+                               (np.rot90(img, 2), torch.flip(t, (0, 1))), (np.rot90(img), torch.rot90(t)),
+                               (np.rot90(img, -1), torch.rot90(t, -1)), (img[:, ::-1, ::-1], torch.flip(t, (1, 2))),
+                               (img[:, ::-1].transpose(2, 0, 1), torch.flip(t, (1,)).permute(2, 0, 1))):
                 got = pl.contiguous(view)
                 assert type(got) is np.ndarray and got.flags.c_contiguous
                 assert np.array_equal(got, np.ascontiguousarray(view)) and np.array_equal(got, want.numpy())
-                out = torch.empty_like(t)
+                out = torch.empty(want.shape, dtype=want.dtype)
                 assert pl.copy_into(out, view) is out and torch.equal(out, want)
+            m = torch.from_numpy(img[..., 0].copy())
+            assert torch.equal(torch.from_numpy(pl.contiguous(np.rot90(m.numpy()))), torch.rot90(m))
             pl.set_num_threads(before)
 
 
