@@ -662,6 +662,12 @@ def numpy_view_cases(quick: bool) -> list[tuple[str, Callable[[], Any]]]:
                   functools.partial(_flipped_last, (224, 224, 3), "uint8", 251, (1,))))
     cases.append((f"HWC image flipped horizontally np.fliplr(img) ({h // 2}, {w // 2}, 3) float32",
                   functools.partial(_flipped_last, (h // 2, w // 2, 3), "float32", 0, (1,))))
+    cases.append((f"rotated by 90 degrees np.rot90(a) ({n}, {n}) float32",
+                  lambda: np.rot90(_flipped_last((n, n), "float32", 0, ()))))
+    cases.append((f"HWC image rotated by 90 degrees np.rot90(img) ({h}, {w}, 3) uint8",
+                  lambda: np.rot90(_flipped_last((h, w, 3), "uint8", 251, ()))))
+    cases.append((f"HWC image flipped into CHW img[:, ::-1].transpose(2, 0, 1) ({h}, {w}, 3) uint8",
+                  lambda: _flipped_last((h, w, 3), "uint8", 251, (1,)).transpose(2, 0, 1)))
     return cases
 
 
