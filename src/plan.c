@@ -1091,7 +1091,18 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
         p->tb = pl_min(p->nb, pl_max(16, pl_min(PL_WRAP_ROWS, rows) / 16 * 16));
         return 0;
     }
-    const bool split = line_rows || (lines && is >= 4 && p->na * is >= PL_ALIGN_SPLIT_ROW_BYTES);
+    /* Past the streaming threshold only where the rest of every row keeps
+     * a stream run: rows of a line or so 16 bytes into one (np.asfortranarray
+     * of (16,64,56,56), (32,32,32,32) or (64,256,14,14) float32: dst rows of
+     * 64 bytes) left a head of 12 elements and a rest of 4 for the tiles,
+     * and ran at half the speed of whole rows' cached tiles.  Dev VM (Zen
+     * 5), 1 thread / 2, GB/s, NumPy operands, in one process alternating,
+     * split / not: those three 1.6-2.5 / 4.0-4.2, 5.9-6.9 / 9.9-12.2,
+     * 3.3-3.7 / 4.8-5.8, and 5.7-6.0 / 6.9-10.2, 6.7-9.2 / 14.7-23.6,
+     * 6.9-7.1 / 13.9-14.9; float64 (16, 100000).T 13-14 / 26-32; rows of
+     * 128-320 bytes level or better, longer ones unchanged. */
+    const bool split = (line_rows && p->na * is - head >= PL_STREAM_RUN_BYTES) ||
+                       (lines && is >= 4 && p->na * is >= PL_ALIGN_SPLIT_ROW_BYTES);
     if (split && head != 0 && head % is == 0)
         return head;
     if (line_rows && head == 0) {

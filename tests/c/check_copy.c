@@ -276,6 +276,22 @@ static void large_cases(void)
         tens_make(&d, 2, is == 4 ? sq4 : sq16, rev, NULL, NULL, NULL, is, is, SENTINEL, &seed);
         check_and_free(&s, &d);
     }
+    /* dst 16 bytes into a line (NumPy's buffers), rows of one to five lines
+     * past the streaming threshold: split at the line where the rest keeps
+     * a stream run, whole rows in the cached tiles where it does not */
+    static const int64_t full4[4] = {16, 64, 56, 56}, rows[][2] = {{16, 70000}, {32, 40000}, {68, 17000}, {80, 16000}};
+    static const int rev4[4] = {3, 2, 1, 0};
+    for (size_t is = 4; is <= 8; is *= 2) {
+        tens s, d;
+        tens_make(&s, 4, full4, NULL, NULL, NULL, NULL, is, 0, -1, &seed);
+        tens_make(&d, 4, full4, rev4, NULL, NULL, NULL, is, 16, SENTINEL, &seed);
+        check_and_free(&s, &d);
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            tens_make(&s, 2, rows[i], NULL, NULL, NULL, NULL, is, 0, -1, &seed);
+            tens_make(&d, 2, rows[i], rev, NULL, NULL, NULL, is, 16, SENTINEL, &seed);
+            check_and_free(&s, &d);
+        }
+    }
 }
 
 /* Tiles whose dst is one contiguous block that is not 64-byte aligned (a
