@@ -668,6 +668,9 @@ def numpy_view_cases(quick: bool) -> list[tuple[str, Callable[[], Any]]]:
                   lambda: np.rot90(_flipped_last((h, w, 3), "uint8", 251, ()))))
     cases.append((f"HWC image flipped into CHW img[:, ::-1].transpose(2, 0, 1) ({h}, {w}, 3) uint8",
                   lambda: _flipped_last((h, w, 3), "uint8", 251, (1,)).transpose(2, 0, 1)))
+    nf = max(1, 16 // s)
+    cases.append((f"4-D a.T (np.asfortranarray's copy) ({nf}, 64, 56, 56) float32",
+                  lambda: _flipped_last((nf, 64, 56, 56), "float32", 0, ()).T))
     return cases
 
 
