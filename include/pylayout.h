@@ -305,8 +305,10 @@ PYLAYOUT_API pylayout_status pylayout_tensor_release(pylayout_tensor *tensor);
 /* Copies every element of `src` into `dst`, which must have the same shape
  * and the same dtype: a layout copy never reinterprets values, so float32
  * into int32 is DTYPE_MISMATCH, not a bit copy.
- * Any strides: src may broadcast (stride 0); dst must not overlap itself or
- * src.  Both must be CPU memory.  On any error nothing is written.
+ * Any strides: src may broadcast (stride 0); dst must not overlap itself
+ * nor share a byte with src (views of one buffer whose elements interleave,
+ * x[:, 1] and x[:, 0], are fine).  Both must be CPU memory.  On any error
+ * nothing is written.
  * Returns OK, INVALID_ARGUMENT, INVALID_TENSOR, UNSUPPORTED_DTYPE,
  * UNSUPPORTED_DEVICE, SHAPE_MISMATCH, DTYPE_MISMATCH, OVERLAP or NO_MEMORY. */
 PYLAYOUT_API pylayout_status pylayout_copy(const DLTensor *src, DLTensor *dst);

@@ -297,13 +297,19 @@ PyDoc_STRVAR(copy_into_doc,
 "\n"
 "Shapes and element sizes must match; `src` may broadcast (stride 0).\n"
 "Raises ValueError, without writing anything, if `dst` is read-only,\n"
-"overlaps itself or `src`, or does not match.\n"
+"overlaps itself, shares a byte with `src`, or does not match.  Views of\n"
+"one buffer whose elements interleave without sharing a byte copy, as\n"
+"with torch and NumPy.\n"
 "\n"
 ">>> import numpy as np, pylayout as pl\n"
 ">>> out = np.zeros((3, 2), dtype=np.float64)\n"
 ">>> _ = pl.copy_into(out.T, np.ones((2, 3)))\n"
 ">>> float(out.sum())\n"
-"6.0");
+"6.0\n"
+">>> x = np.arange(6.0).reshape(3, 2)\n"
+">>> _ = pl.copy_into(x[:, 1], x[:, 0])  # one column into the next\n"
+">>> x.tolist()\n"
+"[[0.0, 0.0], [2.0, 2.0], [4.0, 4.0]]");
 
 PyDoc_STRVAR(copy_core_doc,
 "copy_core($module, /, dst, src)\n--\n\n"

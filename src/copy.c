@@ -56,7 +56,10 @@ static pylayout_status pl_check_pair(const DLTensor *src, const DLTensor *dst, i
 }
 
 /* For a non-empty pair that passed pl_check_pair: dst must not overlap
- * itself, nor the bytes src spans. */
+ * itself, nor share a byte with src.  Views of one buffer whose spans
+ * interleave, but whose elements do not (copy_into(x[:, 1], x[:, 0]), one
+ * channel of an image into another, the real parts into the imaginary
+ * ones), are apart (_pylayout_views_apart): torch and NumPy copy them. */
 static pylayout_status pl_check_overlap(const DLTensor *src, const DLTensor *dst, const int64_t *sstr,
                                         const int64_t *dstr, size_t itemsize)
 {
@@ -78,7 +81,8 @@ static pylayout_status pl_check_overlap(const DLTensor *src, const DLTensor *dst
     const char *dbase = (const char *)dst->data + dst->byte_offset;
     uintptr_t s0 = (uintptr_t)sbase + (uintptr_t)slo, s1 = (uintptr_t)sbase + (uintptr_t)shi;
     uintptr_t d0 = (uintptr_t)dbase + (uintptr_t)dlo, d1 = (uintptr_t)dbase + (uintptr_t)dhi;
-    if (s0 < d1 && d0 < s1)
+    if (s0 < d1 && d0 < s1 &&
+        !_pylayout_views_apart(ndim, src->shape, itemsize, sstr, (uintptr_t)sbase, dstr, (uintptr_t)dbase))
         return _pylayout_fail(PYLAYOUT_ERR_OVERLAP,
                               "dst's memory overlaps src's (bytes %p..%p vs %p..%p); copy through a "
                               "temporary tensor",

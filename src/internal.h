@@ -47,6 +47,18 @@ pylayout_status _pylayout_check(const DLTensor *t, const char *what, int64_t *st
 pylayout_status _pylayout_extent(int32_t ndim, const int64_t *shape, const int64_t *strides,
                                  size_t itemsize, int64_t *lo_ret, int64_t *hi_ret);
 
+/* True if no byte of the tensor of `shape` and element strides sa whose
+ * element 0 starts at byte address pa can be a byte of the one of the
+ * same shape with strides sb at pb, both of `itemsize`-byte elements, non-
+ * empty, with extents that fit int64 (_pylayout_extent): some stride M
+ * (bytes) of either puts every byte of each in an arc of the residues mod
+ * M, and the two arcs do not meet.  x[:, 0] and x[:, 1] (every byte of
+ * the first 0 mod two elements, of the second 1), even rows and odd ones,
+ * the real and imaginary parts of complex numbers.  Conservative: false
+ * means they may share a byte. */
+bool _pylayout_views_apart(int32_t ndim, const int64_t *shape, size_t itemsize, const int64_t *sa, uintptr_t pa,
+                           const int64_t *sb, uintptr_t pb);
+
 /* True if two distinct indices of a tensor with these shape and element
  * strides can reach the same element (a stride-0 dim of size > 1, or
  * strides that interleave), storing the offending dim in *dim_ret when

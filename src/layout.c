@@ -7,6 +7,7 @@
  * tests/python/test_layout_queries.py checks them against both on thousands
  * of generated layouts.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +84,61 @@ bool _pylayout_self_overlaps(int32_t ndim, const int64_t *shape, const int64_t *
             return true;
         }
     }
+    return false;
+}
+
+/* The arc of residues mod m that holds every byte of the tensor (element
+ * strides `strides`, element 0 at byte address base): its first residue
+ * and its length.  Each dim adds i * (its byte stride mod m) for i < its
+ * size, the residue taken nearest 0, so the sums span [lo, hi] and the
+ * bytes [lo, hi + itemsize).  False where that is all of the circle. */
+static bool residue_arc(int32_t ndim, const int64_t *shape, const int64_t *strides, size_t itemsize,
+                        uintptr_t base, int64_t m, int64_t *start, int64_t *len)
+{
+    int64_t lo = 0, hi = 0;
+    for (int32_t d = 0; d < ndim; d++) {
+        if (shape[d] < 2)
+            continue;
+        /* |stride| * itemsize * (size - 1) fits: it is within the extent */
+        int64_t r = strides[d] * (int64_t)itemsize % m;
+        if (r > m / 2)
+            r -= m;
+        else if (r < -(m / 2))
+            r += m;
+        const int64_t span = r * (shape[d] - 1); /* |r| <= |stride| * itemsize */
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
+    }
+    *len = hi - lo + (int64_t)itemsize;
+    if (*len >= m)
+        return false;
+    *start = (int64_t)(base % (uintptr_t)m) + lo % m; /* in (-m, m) */
+    if (*start < 0)
+        *start += m;
+    return true;
+}
+
+bool _pylayout_views_apart(int32_t ndim, const int64_t *shape, size_t itemsize, const int64_t *sa, uintptr_t pa,
+                           const int64_t *sb, uintptr_t pb)
+{
+    for (int side = 0; side < 2; side++)
+        for (int32_t k = 0; k < ndim; k++) {
+            const int64_t s = side == 0 ? sa[k] : sb[k];
+            if (shape[k] < 2 || s == 0)
+                continue;
+            const int64_t m = abs64(s) * (int64_t)itemsize;
+            int64_t a0, alen, b0, blen;
+            if (!residue_arc(ndim, shape, sa, itemsize, pa, m, &a0, &alen) ||
+                !residue_arc(ndim, shape, sb, itemsize, pb, m, &b0, &blen))
+                continue;
+            int64_t ab = b0 - a0; /* from a's arc to b's, going up */
+            if (ab < 0)
+                ab += m;
+            if (ab >= alen && m - ab >= blen)
+                return true;
+        }
     return false;
 }
 

@@ -1068,6 +1068,132 @@ START_TEST(test_error_dst_aliases_src)
 }
 END_TEST
 
+/* Two views of one buffer: pylayout_copy must refuse every pair that
+ * shares a byte (found byte by byte here) with OVERLAP, writing nothing;
+ * it copies pairs whose bytes are apart, which must then hold what a copy
+ * through a temporary gives, every other byte of the buffer untouched.
+ * Interleaved views, whose spans overlap but whose elements do not, must
+ * copy, as torch and NumPy copy them: x[:, 0] into x[:, 1], even rows
+ * into odd ones, one channel into another, real parts into imaginary
+ * ones.  It may refuse other pairs that are apart (its test is
+ * conservative); the random ones count how many it copies. */
+enum { VIEWS_BUF = 1536 };
+
+static int64_t views_offset(int ndim, const int64_t *shape, const int64_t *st, int64_t i)
+{
+    int64_t o = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        o += i % shape[d] * st[d];
+        i /= shape[d];
+    }
+    return o;
+}
+
+/* Returns whether pylayout_copy copied (true) or refused (false). */
+static bool views_case(int ndim, const int64_t *shape, size_t is, const int64_t *ss, int64_t soff,
+                       const int64_t *ds, int64_t doff, unsigned *seed)
+{
+    unsigned char buf[VIEWS_BUF], before[VIEWS_BUF], want[VIEWS_BUF];
+    static unsigned char src_byte[VIEWS_BUF], dst_count[VIEWS_BUF];
+    for (size_t i = 0; i < VIEWS_BUF; i++)
+        buf[i] = (unsigned char)test_rand(seed, 256);
+    memcpy(before, buf, VIEWS_BUF);
+    memcpy(want, buf, VIEWS_BUF);
+    memset(src_byte, 0, sizeof src_byte);
+    memset(dst_count, 0, sizeof dst_count);
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        n *= shape[d];
+    bool share = false, dst_twice = false;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t so = soff + views_offset(ndim, shape, ss, i) * (int64_t)is;
+        for (size_t b = 0; b < is; b++)
+            src_byte[so + (int64_t)b] = 1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t so = soff + views_offset(ndim, shape, ss, i) * (int64_t)is;
+        const int64_t o = doff + views_offset(ndim, shape, ds, i) * (int64_t)is;
+        for (size_t b = 0; b < is; b++) {
+            share |= src_byte[o + (int64_t)b] != 0;
+            dst_twice |= dst_count[o + (int64_t)b]++ != 0;
+            want[o + (int64_t)b] = before[so + (int64_t)b];
+        }
+    }
+    DLDataType dt = dtype_of_size(is);
+    DLTensor src = dl_make(buf, ndim, shape, ss, dt, (uint64_t)soff);
+    DLTensor dst = dl_make(buf, ndim, shape, ds, dt, (uint64_t)doff);
+    const pylayout_status st = pylayout_copy(&src, &dst);
+    if (share || dst_twice) {
+        ck_assert_msg(st == PYLAYOUT_ERR_OVERLAP, "views that share bytes: got %s", pylayout_strerror(st));
+        ck_assert_msg(memcmp(buf, before, VIEWS_BUF) == 0, "refused views wrote");
+        return false;
+    }
+    if (st == PYLAYOUT_ERR_OVERLAP) {
+        ck_assert_msg(memcmp(buf, before, VIEWS_BUF) == 0, "refused views wrote");
+        return false;
+    }
+    ck_assert_msg(st == PYLAYOUT_OK, "views apart: got %s", pylayout_strerror(st));
+    ck_assert_msg(memcmp(buf, want, VIEWS_BUF) == 0, "views apart copied wrong");
+    return true;
+}
+
+START_TEST(test_views_of_one_buffer)
+{
+    unsigned seed = 31;
+    for (size_t is = 1; is <= 16; is *= 2) {
+        const int64_t e = (int64_t)is;
+        /* x[:, 0] into x[:, 1] of (n, C) and back, C = 2-4; a channel into
+         * another; even rows into odd ones; real parts into imaginary */
+        for (int64_t C = 2; C <= 4; C++) {
+            const int64_t shape[1] = {20}, st[1] = {C};
+            ck_assert(views_case(1, shape, is, st, 0, st, e, &seed));
+            ck_assert(views_case(1, shape, is, st, (C - 1) * e, st, 0, &seed));
+            const int64_t shape2[2] = {5, 4}, st2[2] = {4 * C, C}; /* a channel of an image */
+            ck_assert(views_case(2, shape2, is, st2, 0, st2, (C - 1) * e, &seed));
+        }
+        const int64_t rows[2] = {4, 6}, even[2] = {12, 1};
+        ck_assert(views_case(2, rows, is, even, 0, even, 6 * e, &seed));
+        const int64_t flipped[2] = {12, -1}; /* odd rows flipped from even ones */
+        ck_assert(views_case(2, rows, is, even, 0, flipped, 11 * e, &seed));
+        /* true overlaps: refused */
+        const int64_t three[2] = {6, 2}, st3[2] = {3, 1};
+        ck_assert(!views_case(2, three, is, st3, 0, st3, e, &seed));
+        const int64_t one[1] = {30}, unit[1] = {1};
+        ck_assert(!views_case(1, one, is, unit, 0, unit, 7 * e, &seed));
+    }
+    /* random pairs: shapes of 1-3 dims of 1-6, strides -4..4 (src 0 too),
+     * both at random offsets; half the pairs with the same strides, near */
+    int copied = 0, apart = 0;
+    for (int c = 0; c < 20000; c++) {
+        const size_t is = (size_t)1 << test_rand(&seed, 5);
+        const int ndim = 1 + (int)test_rand(&seed, 3);
+        int64_t shape[3], ss[3], ds[3], slo = 0, shi = 0, dlo = 0, dhi = 0;
+        const bool same = test_rand(&seed, 2) == 0;
+        for (int d = 0; d < ndim; d++) {
+            shape[d] = 1 + test_rand(&seed, 6);
+            ss[d] = (int64_t)test_rand(&seed, 9) - 4;
+            ds[d] = same ? ss[d] : (int64_t)test_rand(&seed, 9) - 4;
+            if (ds[d] == 0)
+                ds[d] = 1 + test_rand(&seed, 4);
+            const int64_t sr = (shape[d] - 1) * ss[d], dr = (shape[d] - 1) * ds[d];
+            *(sr < 0 ? &slo : &shi) += sr;
+            *(dr < 0 ? &dlo : &dhi) += dr;
+        }
+        const int64_t e = (int64_t)is, room = VIEWS_BUF / e - (shi - slo) - 1, droom = VIEWS_BUF / e - (dhi - dlo) - 1;
+        if (room <= 0 || droom <= 0)
+            continue;
+        const int64_t soff = (-slo + (int64_t)test_rand(&seed, (unsigned)(room < 64 ? room : 64))) * e;
+        int64_t doff = same ? soff + (int64_t)test_rand(&seed, 4 * (unsigned)e) - 2 * e
+                            : (-dlo + (int64_t)test_rand(&seed, (unsigned)(droom < 64 ? droom : 64))) * e;
+        if (doff + dlo * e < 0 || doff + (dhi + 1) * e > VIEWS_BUF)
+            continue;
+        copied += views_case(ndim, shape, is, ss, soff, ds, doff, &seed);
+        apart++;
+    }
+    ck_assert_msg(copied > 2000, "only %d of %d random pairs copied", copied, apart);
+}
+END_TEST
+
 START_TEST(test_error_device)
 {
     unsigned seed = 25;
@@ -1494,7 +1620,7 @@ static Suite *copy_suite(void)
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),
         TCASE("errors", TEST(test_error_shape_mismatch), TEST(test_error_itemsize_mismatch),
-              TEST(test_error_dst_overlaps_itself), TEST(test_error_dst_aliases_src)),
+              TEST(test_error_dst_overlaps_itself), TEST(test_error_dst_aliases_src), TEST(test_views_of_one_buffer)),
         TCASE("errors_args", TEST(test_error_device), TEST(test_error_null_args)),
         TCASE("convert", TEST(test_convert_formats), TEST(test_convert_order)),
         TCASE("threads_info", TEST(test_threads), TEST(test_build_info), TEST(test_l3_size_from_sysfs), TEST(test_threads_clamped_and_warned_once)),

@@ -584,6 +584,37 @@ static void op_copy(reader *r)
     gen_meta(r, &dst, true, &src);
     uint8_t alias = u8(r);
     gen_data(r, &h, &dst, (alias < 64 && src.alloc >= 0) ? src.alloc : -1);
+    /* The byte after dst's: with bit 0 set, src moves to the start of an
+     * allocation 4 elements longer than its extent and dst becomes its
+     * twin there, the same shape, strides and dtype 1 to 4 elements' bytes
+     * on: views of one buffer whose elements interleave (x[:, 1] from
+     * x[:, 0]) or share bytes, which the reference tells apart byte by
+     * byte.  None: src and dst as generated. */
+    const uint8_t twin = u8(r);
+    if ((twin & 1) && src.cls == CLS_SAFE && src.alloc >= 0 && src.numel > 0 && src.t.shape != NULL) {
+        const size_t is = src.itemsize, delta = (size_t)(twin >> 1) % (4 * is) + 1;
+        const int ai = heap_add(&h, (size_t)(src.hi - src.lo) + 4 * is, twin);
+        if (ai >= 0) {
+            src.t.data = (void *)((uintptr_t)h.a[ai].base - (uintptr_t)(int64_t)src.lo - (uintptr_t)src.t.byte_offset);
+            src.alloc = ai;
+            ft_free(&dst);
+            dst = src;
+            const size_t n = (size_t)src.t.ndim * sizeof(int64_t);
+            dst.shape = malloc(n ? n : 1);
+            dst.strides = malloc(n ? n : 1);
+            CHECK(dst.shape && dst.strides, "out of memory");
+            memcpy(dst.shape, src.t.shape, n);
+            if (src.t.strides != NULL)
+                memcpy(dst.strides, src.t.strides, n);
+            dst.t.shape = dst.shape;
+            dst.t.strides = src.t.strides != NULL ? dst.strides : NULL;
+            dst.t.byte_offset = src.t.byte_offset + delta;
+            classify(&src);
+            classify(&dst);
+            CHECK(src.cls == CLS_UNSAFE && dst.cls == CLS_UNSAFE, "src or its twin is not a valid tensor");
+            src.cls = dst.cls = CLS_SAFE; /* backed: the allocation holds both */
+        }
+    }
     if (src.cls == CLS_UNSAFE || dst.cls == CLS_UNSAFE)
         goto out; /* valid but unbacked: cannot run safely */
     heap_snapshot(&h);

@@ -715,3 +715,47 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 @pytest.mark.parametrize("path", PATHS)
 def test_permute_5d_streamed_tiles_on_every_simd_path(path):
     _check_in_simd_child(PERMUTE_5D_CHILD, path, 120)
+
+
+# Views of one buffer whose spans interleave but whose elements do not (the
+# C core's _pylayout_views_apart): copy_into copies them, as torch's copy_
+# and np.copyto do; views that do share bytes are still refused, nothing
+# written.  Against torch (the whole storage compared, the version counter
+# bumped) and NumPy, 1 and 2 threads, up to 8 MB.
+def test_interleaved_views_of_one_buffer(threads):
+    g = torch.Generator().manual_seed(36)
+    pairs = [  # (base, dst view, src view) as functions of the base
+        (torch.randn(1000, 2, generator=g), lambda b: b[:, 1], lambda b: b[:, 0]),
+        (torch.randn(1000, 2, generator=g), lambda b: b[:, 0], lambda b: b[:, 1]),
+        (torch.randint(0, 256, (48, 64, 3), dtype=torch.uint8, generator=g), lambda b: b[..., 2], lambda b: b[..., 0]),
+        (torch.randn(64, 33, generator=g).double(), lambda b: b[1::2], lambda b: b[0::2]),
+        (torch.randn(5000, 4, generator=g), lambda b: b[:, 2:4], lambda b: b[:, 0:2]),
+        (torch.randn(300, 200, generator=g, dtype=torch.complex64),
+         lambda b: torch.view_as_real(b)[..., 1], lambda b: torch.view_as_real(b)[..., 0]),
+        (torch.randn(1 << 20, 2, generator=g), lambda b: b[:, 1], lambda b: b[:, 0]),  # 8 MB: threads
+        (torch.randint(0, 256, (1080, 1920, 4), dtype=torch.uint8, generator=g),
+         lambda b: b[..., 3], lambda b: b[..., 1]),
+    ]
+    for base, dst_of, src_of in pairs:
+        want = base.clone()
+        dst_of(want).copy_(src_of(want))
+        a = base.clone().numpy() if base.dtype != torch.complex64 else None
+        version = base._version
+        assert pl.copy_into(dst_of(base), src_of(base)) is not None
+        assert torch.equal(base, want), (tuple(base.shape), base.dtype)
+        assert base._version > version
+        if a is not None:  # the same through NumPy's views
+            an = torch.from_numpy(a)
+            pl.copy_into(dst_of(an).numpy(), src_of(an).numpy())
+            assert torch.equal(an, want)
+    x = np.arange(40, dtype=np.float32).reshape(10, 4)
+    before = x.copy()
+    for dst, src in ((x[:, 1:3], x[:, 0:2]), (x[1:], x[:-1]), (x[:, 0], x[:, 0])):
+        with pytest.raises(ValueError, match="overlaps"):
+            pl.copy_into(dst, src)
+        assert np.array_equal(x, before)
+    y = np.arange(24, dtype=np.int16).reshape(4, 6)
+    want = y.copy()
+    np.copyto(want[1::2], want[0::2, ::-1])  # odd rows from even ones, flipped
+    pl.copy_into(y[1::2], y[0::2, ::-1])
+    assert np.array_equal(y, want)
