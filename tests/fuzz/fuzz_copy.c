@@ -1386,7 +1386,8 @@ static void op_big_groups(reader *r)
         for (int64_t i = 0; i < rows; i++)
             for (int64_t j = 0; j < n; j++)
                 CHECK(memcmp(dbuf + doff + (size_t)((i * n + j) * c) * is,
-                             fbuf + first + (size_t)(i * fstr[0] - j * c) * is, (size_t)c * is) == 0,
+                             fbuf + (size_t)((int64_t)first + (i * fstr[0] - j * c) * (int64_t)is),
+                             (size_t)c * is) == 0,
                       "big group flip (%lld a group%s): group %lld, %lld differs", (long long)c, rot ? ", rows too" : "",
                       (long long)i, (long long)j);
         big_check_slack(dbuf, doff, dbytes, "big group flip");
