@@ -883,6 +883,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     PL_AVX2_COMPLEX,
     PL_AVX2_REVERSE,
     .group_flip = _pylayout_group_flip_avx2,
+    .block_perm = _pylayout_block_perm_avx2,
     .fence = pl_sfence,
     .thin = &_pylayout_thin_avx2,
 };
@@ -1477,6 +1478,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .group_scatter = _pylayout_group_scatter_avx512,
     .group_move = _pylayout_group_move_avx512,
     .group_flip = _pylayout_group_flip_avx512,
+    .block_perm = _pylayout_block_perm_avx512,
     .stream_copy = pl_stream_copy_avx512,
     .group_stream = pl_group_stream_avx512,
     PL_AVX2_COMPLEX,

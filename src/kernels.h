@@ -111,6 +111,28 @@ struct _pylayout_group_gather {
  * has no kernel for them (the copy then keeps its rows). */
 typedef bool (*_pylayout_group_gather_fn)(_pylayout_group_gather *t, int64_t g, int64_t step);
 
+/* Blocks of S bytes packed in both tensors, each block's bytes permuted
+ * the same way (a batch of small matrices transposed, (N,3,3) by (0,2,1)):
+ * for j < n * S,
+ *     dst[j] = src[(j / S) * S + perm[j % S]]
+ * A copy prepares one from perm (the SIMD path's block_perm fills it: the
+ * shuffle controls of a superblock, k whole blocks in T = k * S bytes),
+ * then calls run on each unit of n blocks.  Loads and stores stay inside
+ * the n blocks. */
+#define PL_BP_MAX_BYTES 256 /* bytes in a block and in a superblock */
+typedef struct _pylayout_block_perm _pylayout_block_perm;
+struct _pylayout_block_perm {
+    void (*run)(const char *src, char *dst, int64_t n, const _pylayout_block_perm *t);
+    int64_t S, T;                  /* block bytes; superblock bytes, a multiple of S */
+    int nvec;                      /* vectors a superblock (AVX2: 16-byte chunks; AVX-512: 64 bytes) */
+    uint16_t from[4];              /* AVX2: the src chunks dst chunk c draws bytes from, bit by chunk */
+    uint8_t ctl[PL_BP_MAX_BYTES];  /* AVX2: a shuffle control per dst chunk and src chunk; AVX-512: indices */
+};
+/* Fills t for blocks of S bytes permuted by perm (perm[j]: the src byte
+ * of dst byte j, both counted from the block's first); false where this
+ * path has no kernel for them. */
+typedef bool (*_pylayout_block_perm_fn)(_pylayout_block_perm *t, int64_t S, const uint8_t *perm);
+
 /* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
@@ -218,6 +240,9 @@ typedef struct _pylayout_kernels {
     _pylayout_group_gather_fn group_scatter;
     _pylayout_group_gather_fn group_move;
     _pylayout_group_gather_fn group_flip;
+    /* Bytes permuted inside small blocks packed in both tensors (see
+     * _pylayout_block_perm). */
+    _pylayout_block_perm_fn block_perm;
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
     /* Packed groups of 16 bytes or less, each reversed. */
@@ -294,6 +319,10 @@ bool _pylayout_group_scatter_avx512(_pylayout_group_gather *t, int64_t g, int64_
 bool _pylayout_group_move_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 bool _pylayout_group_flip_avx2(_pylayout_group_gather *t, int64_t g, int64_t step);
 bool _pylayout_group_flip_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
+
+/* block_perm_x86.c: bytes permuted inside blocks, AVX2 and AVX-512 VBMI. */
+bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, const uint8_t *perm);
+bool _pylayout_block_perm_avx512(_pylayout_block_perm *t, int64_t S, const uint8_t *perm);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

@@ -210,6 +210,8 @@ typedef struct pl_plan {
     _pylayout_gatherk_fn gatherk;         /* STRIDED, src step gk (3-8) into unit dst */
     int gk;
     bool grouped;                         /* gg.run copies each unit: groups of bytes gathered or scattered */
+    bool blocks;                          /* ROWS of blocks (itemsize bytes each) permuted inside: bp.run */
+    int64_t blocks_per;                   /* blocks with stream_out: blocks a piece (pl_blocks_streamed) */
     bool staged;                          /* groups gathered into an L1 buffer, then scattered: pl_run_staged */
     _pylayout_reverse_fn reverse;         /* STRIDED, src step -1 element: rows backwards */
     _pylayout_reverse_groups_fn reverse_groups; /* the same, rows short and packed along b: groups reversed */
@@ -224,6 +226,7 @@ typedef struct pl_plan {
     int64_t dstep[PYLAYOUT_MAX_NDIM + 2];
     _pylayout_group_gather gg;            /* set and read only where grouped, or staged (the gather) */
     _pylayout_group_gather gs;            /* set and read only where staged (the scatter) */
+    _pylayout_block_perm bp;              /* set and read only where blocks */
 } pl_plan;
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -474,10 +477,37 @@ static void pl_run_staged(const pl_plan *p, const char *s, char *d, int64_t n, i
     }
 }
 
+/* n blocks of a copy past a third of the L3 (pl_copy_blocks): permuted
+ * into an L1 buffer, PL_BLOCKS_BUFFER_BYTES at most at a time, at dst's
+ * offset in a line, then streamed to dst; each piece a whole number of
+ * lines where its blocks allow. */
+#define PL_BLOCKS_BUFFER_BYTES 4096
+
+__attribute__((noinline)) /* its 4 KiB buffer in its own frame, not in every copy's */
+static void pl_blocks_streamed(const pl_plan *p, const char *s, char *d, int64_t n)
+{
+    _Alignas(PL_LINE_BYTES) char space[PL_BLOCKS_BUFFER_BYTES + PL_LINE_BYTES];
+    const int64_t S = (int64_t)p->itemsize, per = p->blocks_per;
+    for (int64_t i = 0; i < n; i += per) {
+        const int64_t m = pl_min(per, n - i);
+        char *buf = space + (uintptr_t)(d + i * S) % PL_LINE_BYTES;
+        p->bp.run(s + i * S, buf, m, &p->bp);
+        p->stream_out(d + i * S, buf, m * S);
+    }
+}
+
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb, char *buf, int64_t half)
 {
     switch (p->kind) {
     case PL_ROWS:
+        if (p->blocks) {
+            for (int64_t j = 0; j < nb; j++)
+                if (p->stream_out != NULL)
+                    pl_blocks_streamed(p, s + j * p->ssb, d + j * p->dsb, na);
+                else
+                    p->bp.run(s + j * p->ssb, d + j * p->dsb, na, &p->bp);
+            return;
+        }
         if (p->staged) { /* na is the whole group, as below */
             pl_run_staged(p, s, d, nb, p->ssb, p->dsb);
             return;
@@ -1802,6 +1832,142 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
     pl_choose_prefetch(p, nl);
 }
 
+/* ----------------------------------------------------------------- blocks */
+
+/* Batches of small blocks, each permuted the same way: a batch of small
+ * matrices transposed ((N,3,3) rotation matrices by (0,2,1), (N,4,4)),
+ * 7 x 7 feature maps transposed ((16,512,7,7) by (0,1,3,2)), short rows
+ * reversed (BGR pixels as RGB, (N,8)[:, ::-1]).  Each block is one run of
+ * S bytes in both tensors, so one shuffle makes each vector of dst from
+ * the vectors of src that hold the same blocks (block_perm_x86.c).  The
+ * tiles and planes these went through are a few elements wide and moved
+ * each element on its own, below torch and NumPy.  On the 2-core Zen 5
+ * dev VM, 1 thread, pylayout_copy of (N,m,n) from (N,n,m) (a C driver,
+ * best of 5), GB/s before / after, 256 KiB (in L2; memcpy 134-141):
+ * uint8 3 x 3 0.6 / 76, 4 x 4 0.9 / 108; float32 3 x 3 2.3 / 68, 4 x 4
+ * 3.7 / 97, 7 x 7 7.9 / 48, 8 x 8 15 / 63; float64 4 x 4 7.6 / 103; and
+ * 64 MiB (memcpy 22-24): uint8 3 x 3 0.4 / 24, float32 3 x 3 1.7 / 22,
+ * 7 x 7 5.4 / 17, float64 4 x 4 5.8 / 25.  AVX2 (blocks up to 64 bytes):
+ * float32 3 x 3 25 and 21.  Rows reversed, uint8 (N,3)[:, ::-1], 1 MiB
+ * 42 / 55, 12 MiB 34 / 33 (the AVX2 group reversal it replaces was level
+ * or ahead out of cache: 27 / 27 at 24 MiB). */
+
+/* Whether dims q.. of the canonical copy, q >= 1 (its innermost), are one
+ * block: S <= PL_BP_MAX_BYTES bytes dense in both tensors in another
+ * order, the blocks packed along dim q - 1 in both.  The smallest such q.
+ * Fills perm (the src byte of each dst byte of a block, counted from the
+ * block's lowest src byte) and *lo (that byte's offset from the block's
+ * first element visited, <= 0 where src steps back inside the block). */
+static bool pl_block_dims(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int64_t is, int *q_ret,
+                          int64_t *S_ret, int64_t *lo_ret, uint8_t *perm)
+{
+    int64_t S = is;
+    for (int q = n - 1; q >= 1; q--) {
+        if (ds[q] != S) /* dst dense from q on: so is every q below */
+            return false;
+        S *= shape[q];
+        if (S > PL_BP_MAX_BYTES)
+            return false;
+        if (ds[q - 1] != S || ss[q - 1] != S)
+            continue;
+        /* src dense over the same dims: their steps, smallest first, each
+         * the bytes of those below it */
+        bool used[PYLAYOUT_MAX_NDIM] = {false};
+        int64_t run = is, lo = 0;
+        for (int c = q; c < n; c++) {
+            int m = -1;
+            for (int k = q; k < n; k++)
+                if (!used[k] && (m < 0 || pl_abs(ss[k]) < pl_abs(ss[m])))
+                    m = k;
+            if (pl_abs(ss[m]) != run)
+                break;
+            used[m] = true;
+            run *= shape[m];
+            lo += ss[m] < 0 ? (shape[m] - 1) * ss[m] : 0;
+        }
+        if (run != S)
+            continue;
+        /* dst's elements in order, an odometer over dims q.. giving each
+         * one's src offset */
+        bool moved = false;
+        int64_t idx[PYLAYOUT_MAX_NDIM] = {0}, off = -lo;
+        for (int64_t j = 0; j < S; j += is) {
+            for (int64_t c = 0; c < is; c++)
+                perm[j + c] = (uint8_t)(off + c);
+            moved |= off != j;
+            for (int k = n - 1; k >= q; k--) {
+                off += ss[k];
+                if (++idx[k] < shape[k])
+                    break;
+                off -= shape[k] * ss[k];
+                idx[k] = 0;
+            }
+        }
+        if (!moved) /* the same order in both: canonical dims would have fused */
+            continue;
+        *q_ret = q;
+        *S_ret = S;
+        *lo_ret = lo;
+        return true;
+    }
+    return false;
+}
+
+/* Runs the copy as rows of blocks (pl_block_dims: dims q.. the blocks,
+ * dim q - 1 their rows), units as pl_choose_rows cuts rows; false where
+ * the kernels have nothing for blocks of S bytes. */
+static bool pl_copy_blocks(const _pylayout_kernels *k, int q, const int64_t *shape, const int64_t *ss,
+                           const int64_t *ds, int64_t S, const uint8_t *perm, const char *src, char *dst,
+                           int64_t total_bytes, int nt)
+{
+    static const pl_plan zero_plan;
+    pl_plan p;
+    memcpy(&p, &zero_plan, offsetof(pl_plan, count));
+    if (!k->block_perm(&p.bp, S, perm))
+        return false;
+    p.kind = PL_ROWS;
+    p.blocks = true;
+    p.itemsize = (size_t)S;
+    p.src = src;
+    p.dst = dst;
+    const int a = q - 1, b = a - 1;
+    p.na = shape[a];
+    p.ssa = p.dsa = S;
+    p.nb = b >= 0 ? shape[b] : 1;
+    p.ssb = b >= 0 ? ss[b] : 0;
+    p.dsb = b >= 0 ? ds[b] : 0;
+    const int64_t unit = nt > 1 ? pl_max(1, pl_chunk_bytes(total_bytes, nt) / S) : INT64_MAX;
+    p.ta = pl_min(p.na, unit);
+    p.tb = pl_min(p.nb, pl_max(1, unit / p.ta));
+    pl_build_loops(&p, q, shape, ss, ds, a, b);
+    p.pf_dist = 0; /* dense rows: the hardware's prefetchers follow them */
+    /* Past a third of the L3 (src and dst two thirds of it), through a
+     * buffer and streamed: pieces of as many blocks as make whole lines
+     * (lcm(S, 64) bytes) and fit the buffer.  Cached stores split lines
+     * wherever a superblock does not end on one, and there they lost to
+     * streams once the copy left the caches; in them they won.  On the
+     * 2-core Zen 5 dev VM, 1 thread, uint8, dst 16 bytes into a line
+     * (NumPy's buffers), GB/s, cached / streamed: 7 x 7 transposed 4 MiB
+     * 53 / 42, 8 MiB 40 / 42, 12 MiB 22 / 40, 24 MiB 15 / 34; 3 x 3 12 MiB
+     * 28 / 32, 24 MiB 21 / 25; BGR as RGB 4 MiB 58 / 43, 12 MiB 27 / 33. */
+    const int64_t l3 = _pylayout_l3_bytes();
+    if (k->stream_copy != NULL && l3 > 0 && total_bytes >= l3 / 3) {
+        int64_t x = S, y = PL_LINE_BYTES;
+        while (y != 0) {
+            const int64_t r = x % y;
+            x = y;
+            y = r;
+        }
+        const int64_t lines = S / x * PL_LINE_BYTES; /* lcm(S, 64) */
+        p.blocks_per = lines <= PL_BLOCKS_BUFFER_BYTES ? PL_BLOCKS_BUFFER_BYTES / lines * lines / S
+                                                       : PL_BLOCKS_BUFFER_BYTES / S;
+        p.stream_out = k->stream_copy;
+        p.fence = k->fence;
+    }
+    pl_run(&p, total_bytes, nt);
+    return true;
+}
+
 /* ----------------------------------------------------------------- driver */
 
 /* _pylayout_copy_canonical, with the size that decides whether a transpose
@@ -1848,9 +2014,17 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, par_min, stream_bytes, NULL);
         return;
     }
+    const _pylayout_kernels *k = _pylayout_kernels_get();
+    if (pg == NULL && k->block_perm != NULL) {
+        int q;
+        int64_t S, lo;
+        uint8_t perm[PL_BP_MAX_BYTES];
+        if (pl_block_dims(n, shape, ss, ds, is, &q, &S, &lo, perm) &&
+            pl_copy_blocks(k, q, shape, ss, ds, S, perm, src + lo, dst, total_bytes, nt))
+            return;
+    }
     /* Longer ones are one element where that makes the copy a streamed
      * transpose of groups (pl_group_streams). */
-    const _pylayout_kernels *k = _pylayout_kernels_get();
     if (pg == NULL && pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
         pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, par_min, stream_bytes, NULL);
         return;

@@ -935,6 +935,88 @@ static void rotation_cases(void)
 START_TEST(test_rotations) { check_both_thread_counts(rotation_cases); }
 END_TEST
 
+/* ------------------------------------------------------------- blocks */
+
+/* A batch of blocks: dims 1.. of `shape` (ndim dims) dense in src in the
+ * order `order` (order[0] = 0, the batch, outermost), flipped where bit d
+ * of `flips` is set, into a dense dst mis bytes into its buffer (plan.c's
+ * pl_copy_blocks, block_perm_x86.c: a batch of small matrices
+ * transposed).  src's buffer starts on the first byte after an
+ * inaccessible page (low) or ends on the last byte before one, so that a
+ * load past either end of it faults, masked or not. */
+static void blocks_case(int ndim, const int64_t *shape, const int *order, unsigned flips, size_t is, size_t mis,
+                        bool low, unsigned *seed)
+{
+    int64_t sstrides[4], lo, hi;
+    int flip[4] = {0};
+    for (int d = 0; d < ndim; d++)
+        flip[d] = (int)(flips >> d & 1);
+    layout_strides(ndim, shape, order, NULL, flip, NULL, sstrides, &lo, &hi);
+    const size_t span = (size_t)(hi - lo + 1) * is;
+    guarded g;
+    unsigned char *buf = low ? guarded_alloc_after(span, &g) : guarded_alloc(span, &g);
+    for (size_t i = 0; i < span; i++)
+        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    const DLTensor src = dl_make(buf, ndim, shape, sstrides, dtype_of_size(is), (uint64_t)(-lo) * is);
+    tens d;
+    tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, mis, SENTINEL, seed);
+    check_against_ref(&src, &d);
+    tens_free(&d);
+    guarded_free(&g);
+}
+
+static void blocks_cases(void)
+{
+    unsigned seed = 4421;
+    /* (N, m, n) from (N, n, m): batches of m x n matrices transposed, every
+     * element size, blocks of 2 to 288 bytes (past the kernels' 256), batches
+     * around the superblocks, the inner dims flipped too */
+    static const int64_t sides[] = {1, 2, 3, 4, 5, 7, 8, 9, 16};
+    static const int64_t batches[] = {1, 2, 3, 5, 7, 21, 64, 65, 86};
+    static const int swap[3] = {0, 2, 1};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t mi = 0; mi < sizeof sides / sizeof *sides; mi++)
+            for (size_t ni = 0; ni < sizeof sides / sizeof *sides; ni++) {
+                const int64_t m = sides[mi], n = sides[ni];
+                if ((int64_t)is * m * n > 288 || m * n < 2)
+                    continue;
+                for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
+                    const int64_t shape[3] = {batches[bi], m, n};
+                    const size_t mis = bi % 3 == 0 ? 0 : bi % 3 == 1 ? 1 : is + 3;
+                    blocks_case(3, shape, swap, 0, is, mis, bi % 2, &seed);
+                    blocks_case(3, shape, swap, bi % 4 == 0 ? 2 : bi % 4 == 1 ? 4 : 6, is, mis, bi % 2 == 0, &seed);
+                    blocks_case(3, shape, NULL, 4, is, mis, bi % 2, &seed); /* rows flipped: x[:, :, ::-1] */
+                }
+            }
+    /* 3-D blocks in every dim order, every set of flipped dims */
+    for (size_t is = 1; is <= 8; is *= 8)
+        for (int v = 0; v < 2; v++) {
+            const int64_t shape[4] = {v ? 67 : 5, 2, 3, v ? 5 : 4};
+            int perm[3] = {1, 2, 3};
+            do {
+                const int order[4] = {0, perm[0], perm[1], perm[2]};
+                for (unsigned f = 0; f < 16; f += 2)
+                    blocks_case(4, shape, order, f, is, v * 5, f % 4 == 0, &seed);
+            } while (next_perm(perm, 3));
+        }
+    /* 4-5 MiB of dst: the threads split the batch; dst on a line and off
+     * it.  Past the L3 (as plan.c reads its size): streamed through a
+     * buffer, in pieces of whole lines (7 x 7 float32: 16 blocks) */
+    static const int64_t big[][3] = {{500000, 3, 3}, {300000, 4, 4}, {120000, 3, 3}, {24000, 7, 7}, {36000, 4, 4}};
+    static const size_t big_is[] = {1, 2, 4, 4, 8};
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+        for (size_t mis = 0; mis < 2; mis++)
+            blocks_case(3, big[i], swap, mis ? 2 : 0, big_is[i], mis * 20, mis, &seed);
+    const int64_t l3 = _pylayout_l3_bytes();
+    const int64_t past = (l3 > 0 && l3 <= ((int64_t)256 << 20) ? l3 : (int64_t)4 << 20) + ((int64_t)1 << 20);
+    const int64_t past3[3] = {past / 36 + 1, 3, 3}, past7[3] = {past / 196 + 1, 7, 7};
+    blocks_case(3, past3, swap, 0, 4, 20, false, &seed);
+    blocks_case(3, past7, swap, 2, 4, 0, true, &seed);
+}
+
+START_TEST(test_blocks) { check_both_thread_counts(blocks_cases); }
+END_TEST
+
 /* -------------------------------------------------------- byte_offset */
 
 START_TEST(test_byte_offset)
@@ -1616,6 +1698,7 @@ static Suite *copy_suite(void)
         TCASE("step2", TEST(test_step2)),
         TCASE("stepk", TEST(test_stepk)),
         TCASE("groups", TEST(test_groups)),
+        TCASE("blocks", TEST(test_blocks)),
         TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows), TEST(test_rotations)),
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),
