@@ -492,6 +492,18 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"groups of {shp[2] * 4} B transposed {shp} f32 by (1, 0, 2)",
                           lambda shp=shp: torch.randn(*shp).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # batches of small matrices transposed: rotation matrices and 4 x 4
+    # transforms, 7 x 7 feature maps; each matrix one run of bytes in both
+    # tensors, a byte shuffle of each (block_perm_x86.c, plan.c's
+    # pl_copy_blocks)
+    nm = (1 << 21) // s
+    for shp, dt, what in (((nm, 3, 3), torch.float32, "rotation matrices"),
+                          ((nm // 2, 4, 4), torch.float32, "4 x 4 transforms"),
+                          ((nm, 3, 3), torch.uint8, "3 x 3 byte matrices"),
+                          ((max(1, 64 // s), 512, 7, 7), torch.float32, "7 x 7 feature maps")):
+        cases.append(Case(f"batched small transposes, {what} {shp} {str(dt)[6:]} .transpose(-1, -2)",
+                          lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).transpose(-1, -2),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # an RGB image transposed: groups of 3 elements, through planes in L1
     # (plan.c's pl_plane_dims); an HD frame, 6 MB, in registers on AVX-512
     # and AVX2 (copy_x86.c's tile3: copies that stay in cache)
