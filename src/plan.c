@@ -1283,6 +1283,36 @@ static int64_t pl_planes_max_p(int64_t e, bool in_registers)
     return P;
 }
 
+/* Group gathers (pl_choose_rows) for rows that fill at least this many
+ * bytes of dst: building the kernel's controls costs about as much as
+ * copying that many bytes a row at a time. */
+#define PL_GG_MIN_BYTES 256
+
+/* Whether groups of g bytes packed in both tensors, transposed between
+ * na groups along dst's rows and nb along which src holds them together,
+ * copy faster as rows of groups than through planes: where nb is short
+ * and na is not (the planes' tiles would be nb groups wide), and each
+ * group is one move of 4 bytes or more (pl_copy_small_row) or the rows
+ * take a group gather (step: src bytes from one group of a dst row to the
+ * next).  7 x 7 feature maps to (N, H, C, W), (16,512,7,7) by (0,2,1,3),
+ * went through planes at 0.4-0.6x torch.  On the 2-core Zen 5 dev VM, 1
+ * thread, copy_into of torch tensors, GB/s, planes / rows (torch):
+ * (16,512,7,7) by (0,2,1,3) uint8 2.1 / 7.4 (3.3), float16 3.1 / 15.8
+ * (6.6), float32 5.9 / 23.3 (15.5), float64 17.1 / 33.2 (28.6); float32
+ * (4096,64,3,3) by (0,2,1,3) 4.1 / 25.6 (8.3); (2,1000,15,6) by (0,2,1,3)
+ * float32 14.2 / 22.4; uint8 (30000,2,3) by (1,0,2) 5.9 / 33.3 (a group
+ * gather).  Not 3-byte groups moved one by one ((4096,64,3,3) uint8 6.3 /
+ * 2.2), nor a short na ((4096,3,64,3) float16 11.5 / 2.1). */
+static bool pl_short_side_rows(const _pylayout_kernels *k, int64_t g, int64_t na, int64_t nb, int64_t step)
+{
+    if (nb >= PL_THIN_MIN_LONG || na < PL_THIN_MIN_LONG)
+        return false;
+    if (g >= 4)
+        return true;
+    _pylayout_group_gather t;
+    return k->group_gather != NULL && na * g >= PL_GG_MIN_BYTES && k->group_gather(&t, g, step);
+}
+
 /* Transposes of short dims (2 to PL_THIN_MAX_P elements) that run through
  * planes (pl_run_planes); fills *pg and the copy of groups left (n - 1
  * dims) and returns whether.  Three cases:
@@ -1335,7 +1365,8 @@ static bool pl_plane_dims(const _pylayout_kernels *k, int n, const int64_t *shap
     if (ss[last] == e && ds[last] == e) { /* packed in both */
         *pg = (pl_groups){(int)P, 0, 0};
         return P >= 3 && P <= PL_THIN_MAX_P && _pl_size_index((size_t)g) < 0 && ds[n - 2] == g &&
-               pl_group_copy(n, shape, ss, ds, last, g, g, rshape, rss, rds, &b);
+               pl_group_copy(n, shape, ss, ds, last, g, g, rshape, rss, rds, &b) &&
+               !pl_short_side_rows(k, g, rshape[n - 2], rshape[b], rss[n - 2]);
     }
     if (ds[last] == e && ss[last] != 0 && P >= 2 && P <= pl_planes_max_p(e, k->tile_zip[lg] != NULL) &&
         ds[n - 2] == g) { /* packed in dst */
@@ -1580,11 +1611,6 @@ static bool pl_rows_stream(const pl_plan *p, const _pylayout_kernels *k, int64_t
  * 850-932 (level to 10 % slower, src from L3), n = 33 1572-1884 /
  * 1572-1667. */
 #define PL_GATHERK_MIN_BYTE_ROW 8
-
-/* Group gathers (pl_choose_rows) for rows that fill at least this many
- * bytes of dst: building the kernel's controls costs about as much as
- * copying that many bytes a row at a time. */
-#define PL_GG_MIN_BYTES 256
 
 /* ROWS and STRIDED units: step-2 to step-8 gathers where the table has
  * them, and how many rows one unit takes. */

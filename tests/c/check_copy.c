@@ -1007,6 +1007,30 @@ static void blocks_cases(void)
     for (size_t i = 0; i < sizeof big / sizeof *big; i++)
         for (size_t mis = 0; mis < 2; mis++)
             blocks_case(3, big[i], swap, mis ? 2 : 0, big_is[i], mis * 20, mis, &seed);
+    /* groups packed in both transposed across a short dim: rows of groups
+     * where each is a move of 4 bytes or more, or a group gather (plan.c's
+     * pl_short_side_rows), planes otherwise: 7 x 7 feature maps to
+     * (N, H, C, W), (N, 64, 3, 3) by (0, 2, 1, 3) and its inverse */
+    static const int64_t maps[][4] = {{3, 7, 40, 7}, {5, 3, 64, 3}, {2, 15, 100, 6}, {5, 64, 3, 3}, {9, 4, 8, 3}};
+    static const int chw[4] = {0, 2, 1, 3};
+    for (size_t is = 1; is <= 8; is *= 2)
+        for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) {
+            tens s, d;
+            tens_make(&s, 4, maps[i], chw, NULL, NULL, NULL, is, is, -1, &seed);
+            tens_make(&d, 4, maps[i], NULL, NULL, NULL, NULL, is, 3 * is, SENTINEL, &seed);
+            check_and_free(&s, &d);
+        }
+    static const int64_t pairs[3] = {2, 3000, 3}, big_maps[4] = {64, 7, 512, 7};
+    static const int swap01[3] = {1, 0, 2};
+    for (size_t is = 1; is <= 4; is *= 2) {
+        tens s, d;
+        tens_make(&s, 3, pairs, swap01, NULL, NULL, NULL, is, 0, -1, &seed);
+        tens_make(&d, 3, pairs, NULL, NULL, NULL, NULL, is, is, SENTINEL, &seed);
+        check_and_free(&s, &d);
+        tens_make(&s, 4, big_maps, chw, NULL, NULL, NULL, is, 0, -1, &seed); /* 1.6-6.4 MiB: threads */
+        tens_make(&d, 4, big_maps, NULL, NULL, NULL, NULL, is, 16, SENTINEL, &seed);
+        check_and_free(&s, &d);
+    }
     const int64_t l3 = _pylayout_l3_bytes();
     const int64_t past = (l3 > 0 && l3 <= ((int64_t)256 << 20) ? l3 : (int64_t)4 << 20) + ((int64_t)1 << 20);
     const int64_t past3[3] = {past / 36 + 1, 3, 3}, past7[3] = {past / 196 + 1, 7, 7};

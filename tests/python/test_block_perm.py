@@ -113,3 +113,24 @@ def test_batches_of_small_matrices(np, torch):
         assert got.is_contiguous(memory_format=torch.channels_last)
         assert torch.equal(got, img) and got.stride() == img.contiguous(memory_format=torch.channels_last).stride()
         pl.set_num_threads(before)
+
+
+def test_groups_across_a_short_dim(np, torch):
+    """Groups packed in both tensors transposed across a short dim, which copy as rows of groups
+    (plan.c's pl_short_side_rows) or through planes: 7 x 7 feature maps to (N, H, C, W), point
+    triples regrouped, against torch's and NumPy's own copies at 1 and 2 threads."""
+    gen = torch.Generator().manual_seed(17)
+    for threads in (1, 2):
+        before = pl.get_num_threads()
+        pl.set_num_threads(threads)
+        for dt in (torch.uint8, torch.float16, torch.float32, torch.float64):
+            for shape, perm in (((16, 512, 7, 7), (0, 2, 1, 3)), ((16, 512, 7, 7), (2, 0, 1, 3)),
+                                ((4096, 64, 3, 3), (0, 2, 1, 3)), ((4096, 3, 64, 3), (0, 2, 1, 3)),
+                                ((2, 1000, 15, 6), (0, 2, 1, 3)), ((30000, 2, 3), (1, 0, 2))):
+                x = (torch.rand(shape, generator=gen) * 255).to(dt).permute(perm)
+                got = pl.contiguous(x)
+                assert got.is_contiguous() and torch.equal(got, x.contiguous()), (dt, shape, perm)
+                a = x.numpy()
+                out = np.full(a.size + 7, 7, a.dtype)[3:3 + a.size].reshape(a.shape)
+                assert pl.copy_into(out, a) is out and np.array_equal(out, np.ascontiguousarray(a))
+        pl.set_num_threads(before)
