@@ -504,6 +504,12 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"batched small transposes, {what} {shp} {str(dt)[6:]} .transpose(-1, -2)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).transpose(-1, -2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # 7 x 7 feature maps to (N, H, C, W): groups of 7 elements transposed
+    # across a short dim, as rows of groups (plan.c's pl_short_side_rows)
+    shp = (max(1, 64 // s), 512, 7, 7)
+    cases.append(Case(f"feature maps to (N, H, C, W) {shp} float32 by (0, 2, 1, 3)",
+                      lambda shp=shp: torch.randn(*shp).permute(0, 2, 1, 3),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # an RGB image transposed: groups of 3 elements, through planes in L1
     # (plan.c's pl_plane_dims); an HD frame, 6 MB, in registers on AVX-512
     # and AVX2 (copy_x86.c's tile3: copies that stay in cache)
