@@ -1994,6 +1994,20 @@ static bool pl_copy_blocks(const _pylayout_kernels *k, int q, const int64_t *sha
     return true;
 }
 
+/* The copy as rows of blocks where pl_block_dims finds them and the
+ * kernels take them; false (nothing copied) otherwise.  Apart from
+ * pl_copy_canonical, whose other copies need none of its frame. */
+__attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int n, const int64_t *shape,
+                                                const int64_t *ss, const int64_t *ds, int64_t is, const char *src,
+                                                char *dst, int64_t total_bytes, int nt)
+{
+    int q;
+    int64_t S, lo;
+    uint8_t perm[PL_BP_MAX_BYTES];
+    return pl_block_dims(n, shape, ss, ds, is, &q, &S, &lo, perm) &&
+           pl_copy_blocks(k, q, shape, ss, ds, S, perm, src + lo, dst, total_bytes, nt);
+}
+
 /* ----------------------------------------------------------------- driver */
 
 /* _pylayout_copy_canonical, with the size that decides whether a transpose
@@ -2041,14 +2055,8 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         return;
     }
     const _pylayout_kernels *k = _pylayout_kernels_get();
-    if (pg == NULL && k->block_perm != NULL) {
-        int q;
-        int64_t S, lo;
-        uint8_t perm[PL_BP_MAX_BYTES];
-        if (pl_block_dims(n, shape, ss, ds, is, &q, &S, &lo, perm) &&
-            pl_copy_blocks(k, q, shape, ss, ds, S, perm, src + lo, dst, total_bytes, nt))
-            return;
-    }
+    if (pg == NULL && k->block_perm != NULL && pl_blocks(k, n, shape, ss, ds, is, src, dst, total_bytes, nt))
+        return;
     /* Longer ones are one element where that makes the copy a streamed
      * transpose of groups (pl_group_streams). */
     if (pg == NULL && pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
