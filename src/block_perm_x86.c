@@ -9,9 +9,10 @@
  *
  * The kernels walk superblocks, the T = k * S bytes of k whole blocks of S
  * bytes, k chosen by the prepare functions:
- *  - AVX2: superblocks of at most 64 bytes, in 16-byte chunks; each dst
- *    chunk is the OR of byte shuffles of the src chunks it draws from,
- *    each control zeroing the bytes another chunk holds;
+ *  - AVX2: superblocks of at most 64 bytes (or one block of up to 128),
+ *    in 16-byte chunks; each dst chunk is the OR of byte shuffles of the
+ *    src chunks it draws from, each control zeroing the bytes another
+ *    chunk holds;
  *  - AVX-512 VBMI: superblocks of at most 256 bytes, in 64-byte vectors;
  *    each dst vector is one vpermb (one vector of src), one vpermt2b (two)
  *    or two vpermt2b and a blend on bit 7 of the index (three or four).
@@ -47,7 +48,7 @@ static void pl_bp_from(const uint8_t *perm, int64_t S, int64_t T, uint8_t *from)
 
 PL_AVX2 PL_INLINE void pl_bp16(const char *s, char *d, const _pylayout_block_perm *t, const int NV)
 {
-    __m128i in[4];
+    __m128i in[8];
     for (int v = 0; v < NV; v++)
         in[v] = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * v));
     for (int c = 0; c < NV; c++) {
@@ -55,7 +56,7 @@ PL_AVX2 PL_INLINE void pl_bp16(const char *s, char *d, const _pylayout_block_per
         for (int v = 0; v < NV; v++)
             if (t->from[c] >> v & 1)
                 out = _mm_or_si128(out, _mm_shuffle_epi8(in[v], _mm_loadu_si128((const __m128i *)(const void *)(
-                                                                    t->ctl + 16 * (4 * c + v)))));
+                                                                    t->ctl + 16 * (8 * c + v)))));
         _mm_storeu_si128((__m128i *)(void *)(d + 16 * c), out);
     }
 }
@@ -70,7 +71,7 @@ PL_AVX2 PL_INLINE void pl_bp16_loop(const char *src, char *dst, int64_t n, const
     for (; o + 16 * NV <= total; o += T)
         pl_bp16(src + o, dst + o, t, NV);
     if (o < total) {
-        _Alignas(16) char in[64] = {0}, out[64];
+        _Alignas(16) char in[128] = {0}, out[128];
         memcpy(in, src + o, (size_t)(total - o));
         pl_bp16(in, out, t, NV);
         memcpy(dst + o, out, (size_t)(total - o));
@@ -83,24 +84,29 @@ static PL_AVX2 void pl_bp16_run(const char *src, char *dst, int64_t n, const _py
     case 1: pl_bp16_loop(src, dst, n, t, 1); return;
     case 2: pl_bp16_loop(src, dst, n, t, 2); return;
     case 3: pl_bp16_loop(src, dst, n, t, 3); return;
-    default: pl_bp16_loop(src, dst, n, t, 4); return;
+    case 4: pl_bp16_loop(src, dst, n, t, 4); return;
+    case 5: pl_bp16_loop(src, dst, n, t, 5); return;
+    case 6: pl_bp16_loop(src, dst, n, t, 6); return;
+    case 7: pl_bp16_loop(src, dst, n, t, 7); return;
+    default: pl_bp16_loop(src, dst, n, t, 8); return;
     }
 }
 
+/* Superblocks of at most 64 bytes, or one block of up to 128. */
 bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, const uint8_t *perm)
 {
-    if (S < 2 || S > 64)
+    if (S < 2 || S > 128)
         return false;
     t->S = S;
-    t->T = 64 / S * S;
+    t->T = S > 64 ? S : 64 / S * S;
     t->nvec = (int)((t->T + 15) / 16);
-    uint8_t from[64];
+    uint8_t from[128];
     pl_bp_from(perm, S, t->T, from);
     memset(t->ctl, 0x80, sizeof t->ctl);
     memset(t->from, 0, sizeof t->from);
     for (int j = 0; j < t->T; j++) {
         const int c = j / 16, f = from[j];
-        t->ctl[16 * (4 * c + f / 16) + j % 16] = (uint8_t)(f % 16);
+        t->ctl[16 * (8 * c + f / 16) + j % 16] = (uint8_t)(f % 16);
         t->from[c] |= (uint16_t)(1u << (f / 16));
     }
     t->run = pl_bp16_run;

@@ -125,8 +125,8 @@ struct _pylayout_block_perm {
     void (*run)(const char *src, char *dst, int64_t n, const _pylayout_block_perm *t);
     int64_t S, T;                  /* block bytes; superblock bytes, a multiple of S */
     int nvec;                      /* vectors a superblock (AVX2: 16-byte chunks; AVX-512: 64 bytes) */
-    uint16_t from[4];              /* AVX2: the src chunks dst chunk c draws bytes from, bit by chunk */
-    uint8_t ctl[PL_BP_MAX_BYTES];  /* AVX2: a shuffle control per dst chunk and src chunk; AVX-512: indices */
+    uint16_t from[8];              /* AVX2: the src chunks dst chunk c draws bytes from, bit by chunk */
+    uint8_t ctl[8 * 8 * 16];       /* AVX2: a shuffle control per dst chunk and src chunk; AVX-512: indices */
 };
 /* Fills t for blocks of S bytes permuted by perm (perm[j]: the src byte
  * of dst byte j, both counted from the block's first); false where this

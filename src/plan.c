@@ -1873,8 +1873,9 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * uint8 3 x 3 0.6 / 76, 4 x 4 0.9 / 108; float32 3 x 3 2.3 / 68, 4 x 4
  * 3.7 / 97, 7 x 7 7.9 / 48, 8 x 8 15 / 63; float64 4 x 4 7.6 / 103; and
  * 64 MiB (memcpy 22-24): uint8 3 x 3 0.4 / 24, float32 3 x 3 1.7 / 22,
- * 7 x 7 5.4 / 17, float64 4 x 4 5.8 / 25.  AVX2 (blocks up to 64 bytes):
- * float32 3 x 3 25 and 21.  Rows reversed, uint8 (N,3)[:, ::-1], 1 MiB
+ * 7 x 7 5.4 / 17, float64 4 x 4 5.8 / 25.  AVX2 (blocks up to 128 bytes),
+ * in L2 and at 64 MiB: float32 3 x 3 2.3 / 24 and 1.7 / 20, float64 3 x 3
+ * 4.2 / 22 and 3.4 / 17, 4 x 4 7.8 / 13 and 5.8 / 12.  Rows reversed, uint8 (N,3)[:, ::-1], 1 MiB
  * 42 / 55, 12 MiB 34 / 33 (the AVX2 group reversal it replaces was level
  * or ahead out of cache: 27 / 27 at 24 MiB). */
 
