@@ -1875,9 +1875,9 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * 64 MiB (memcpy 22-24): uint8 3 x 3 0.4 / 24, float32 3 x 3 1.7 / 22,
  * 7 x 7 5.4 / 17, float64 4 x 4 5.8 / 25.  AVX2 (blocks up to 128 bytes),
  * in L2 and at 64 MiB: float32 3 x 3 2.3 / 24 and 1.7 / 20, float64 3 x 3
- * 4.2 / 22 and 3.4 / 17, 4 x 4 7.8 / 13 and 5.8 / 12.  Rows reversed, uint8 (N,3)[:, ::-1], 1 MiB
- * 42 / 55, 12 MiB 34 / 33 (the AVX2 group reversal it replaces was level
- * or ahead out of cache: 27 / 27 at 24 MiB). */
+ * 4.2 / 22 and 3.4 / 17, 4 x 4 7.8 / 13 and 5.8 / 12.  Rows reversed,
+ * uint8 (N,3)[:, ::-1], 1 MiB 42 / 55, 12 MiB 34 / 33 (the AVX2 group
+ * reversal it replaces was level out of cache: 27 / 27 at 24 MiB). */
 
 /* Whether dims q.. of the canonical copy, q >= 1 (its innermost), are one
  * block: S <= PL_BP_MAX_BYTES bytes dense in both tensors in another
