@@ -16,6 +16,8 @@
  *  - AVX-512 VBMI: superblocks of at most 256 bytes, in 64-byte vectors;
  *    each dst vector is one vpermb (one vector of src), one vpermt2b (two)
  *    or two vpermt2b and a blend on bit 7 of the index (three or four).
+ * Larger blocks of 8- and 16-byte elements go element by element
+ * (kernels_portable.c's moves).
  * Loads and stores stay inside the n blocks a call is given (the tail
  * goes through a buffer on AVX2, masked on AVX-512), so threads copying
  * neighbouring runs never write each other's bytes.
@@ -34,14 +36,23 @@
 #define PL_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 #define PL_INLINE static inline __attribute__((always_inline))
 
-/* Fills from[j] for the T bytes of a superblock: the src byte, counted
- * from the superblock's first, that its dst byte j copies (the same
- * block's byte perm[j % S]). */
-static void pl_bp_from(const uint8_t *perm, int64_t S, int64_t T, uint8_t *from)
+/* Fills from[j] for the T bytes of a superblock of blocks of S bytes,
+ * elements of e: the src byte, counted from the superblock's first, that
+ * its dst byte j copies (the same block's element eperm[(j % S) / e]). */
+static void pl_bp_from(const uint8_t *eperm, int64_t S, int64_t e, int64_t T, uint8_t *from)
 {
     for (int64_t b = 0; b < T; b += S)
-        for (int64_t j = 0; j < S; j++)
-            from[b + j] = (uint8_t)(b + perm[j]);
+        for (int64_t j = 0; j < S; j += e)
+            for (int64_t c = 0; c < e; c++)
+                from[b + j + c] = (uint8_t)(b + eperm[j / e] * e + c);
+}
+
+/* Blocks no shuffle kernel of this file takes: those of 8- and 16-byte
+ * elements as element moves, which beat the tiles there (float64 6 x 6
+ * and 7 x 7); the rest keep their routes. */
+static bool pl_bp_moves(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm)
+{
+    return e >= 8 && _pylayout_block_perm_moves(t, S, e, eperm);
 }
 
 /* ------------------------------------------------------------------- AVX2 */
@@ -93,15 +104,15 @@ static PL_AVX2 void pl_bp16_run(const char *src, char *dst, int64_t n, const _py
 }
 
 /* Superblocks of at most 64 bytes, or one block of up to 128. */
-bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, const uint8_t *perm)
+bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm)
 {
     if (S < 2 || S > 128)
-        return false;
+        return pl_bp_moves(t, S, e, eperm);
     t->S = S;
     t->T = S > 64 ? S : 64 / S * S;
     t->nvec = (int)((t->T + 15) / 16);
     uint8_t from[128];
-    pl_bp_from(perm, S, t->T, from);
+    pl_bp_from(eperm, S, e, t->T, from);
     memset(t->ctl, 0x80, sizeof t->ctl);
     memset(t->from, 0, sizeof t->from);
     for (int j = 0; j < t->T; j++) {
@@ -185,17 +196,17 @@ static int pl_bp64_vectors(int64_t S)
 }
 
 /* Without VBMI, the AVX2 kernel. */
-bool _pylayout_block_perm_avx512(_pylayout_block_perm *t, int64_t S, const uint8_t *perm)
+bool _pylayout_block_perm_avx512(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm)
 {
     if ((_pylayout_cpu_features() & PL_CPU_AVX512VBMI) == 0)
-        return _pylayout_block_perm_avx2(t, S, perm);
-    if (S < 2 || S > PL_BP_MAX_BYTES)
-        return false;
+        return _pylayout_block_perm_avx2(t, S, e, eperm);
+    if (S < 2 || S > 256)
+        return pl_bp_moves(t, S, e, eperm);
     t->S = S;
     t->nvec = pl_bp64_vectors(S);
     t->T = 64 * t->nvec / S * S;
     memset(t->ctl, 0, sizeof t->ctl);
-    pl_bp_from(perm, S, t->T, t->ctl);
+    pl_bp_from(eperm, S, e, t->T, t->ctl);
     t->run = pl_bp64_run;
     return true;
 }

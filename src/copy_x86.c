@@ -468,6 +468,7 @@ const _pylayout_kernels _pylayout_kernels_sse2 = {
     },
     .stream_copy = pl_stream_copy_sse2,
     .group_stream = pl_group_stream_sse2,
+    .block_perm = _pylayout_block_perm_moves,
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pl_pack_4, [PL_SIZE8] = _pl_pack_8},
     .unpack = {[PL_SIZE2] = _pl_unpack_2, [PL_SIZE4] = _pl_unpack_4, [PL_SIZE8] = _pl_unpack_8},
     .fence = pl_sfence,

@@ -111,27 +111,36 @@ struct _pylayout_group_gather {
  * has no kernel for them (the copy then keeps its rows). */
 typedef bool (*_pylayout_group_gather_fn)(_pylayout_group_gather *t, int64_t g, int64_t step);
 
-/* Blocks of S bytes packed in both tensors, each block's bytes permuted
- * the same way (a batch of small matrices transposed, (N,3,3) by (0,2,1)):
- * for j < n * S,
- *     dst[j] = src[(j / S) * S + perm[j % S]]
- * A copy prepares one from perm (the SIMD path's block_perm fills it: the
- * shuffle controls of a superblock, k whole blocks in T = k * S bytes),
- * then calls run on each unit of n blocks.  Loads and stores stay inside
- * the n blocks. */
-#define PL_BP_MAX_BYTES 256 /* bytes in a block and in a superblock */
+/* Blocks of S bytes packed in both tensors, each block's elements of e
+ * bytes permuted the same way (a batch of small matrices transposed,
+ * (N,3,3) by (0,2,1)): for j < n * S / e,
+ *     dst[j] = src[(j / m) * m + eperm[j % m]]     (elements, m = S / e)
+ * A copy prepares one from eperm (the SIMD path's block_perm fills it:
+ * the shuffle controls of a superblock, k whole blocks in T = k * S
+ * bytes, or the element moves of one block), then calls run on each unit
+ * of n blocks.  Loads and stores stay inside the n blocks. */
+#define PL_BP_MAX_BYTES 1024 /* bytes in a block */
+#define PL_BP_MAX_ELEMS 256  /* elements in a block */
 typedef struct _pylayout_block_perm _pylayout_block_perm;
 struct _pylayout_block_perm {
     void (*run)(const char *src, char *dst, int64_t n, const _pylayout_block_perm *t);
     int64_t S, T;                  /* block bytes; superblock bytes, a multiple of S */
     int nvec;                      /* vectors a superblock (AVX2: 16-byte chunks; AVX-512: 64 bytes) */
     uint16_t from[8];              /* AVX2: the src chunks dst chunk c draws bytes from, bit by chunk */
-    uint8_t ctl[8 * 8 * 16];       /* AVX2: a shuffle control per dst chunk and src chunk; AVX-512: indices */
+    uint8_t ctl[8 * 8 * 16];       /* AVX2: a shuffle control per dst chunk and src chunk; AVX-512:
+                                      indices; moves: eperm */
 };
-/* Fills t for blocks of S bytes permuted by perm (perm[j]: the src byte
- * of dst byte j, both counted from the block's first); false where this
+/* Fills t for blocks of S bytes whose m = S / e elements of e bytes are
+ * permuted by eperm (eperm[j]: the src element of dst element j, both
+ * counted from the block's first, m <= PL_BP_MAX_ELEMS); false where this
  * path has no kernel for them. */
-typedef bool (*_pylayout_block_perm_fn)(_pylayout_block_perm *t, int64_t S, const uint8_t *perm);
+typedef bool (*_pylayout_block_perm_fn)(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm);
+
+/* kernels_portable.c: blocks of fewer than 64 elements of 1, 2, 4, 8 or
+ * 16 bytes, one element move at a time: the portable and SSE2 paths'
+ * block_perm, and the others' for blocks of 8- and 16-byte elements their
+ * shuffles do not take. */
+bool _pylayout_block_perm_moves(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm);
 
 /* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
  * dst with streaming stores (the edges with ordinary ones). */
@@ -321,8 +330,8 @@ bool _pylayout_group_flip_avx2(_pylayout_group_gather *t, int64_t g, int64_t ste
 bool _pylayout_group_flip_avx512(_pylayout_group_gather *t, int64_t g, int64_t step);
 
 /* block_perm_x86.c: bytes permuted inside blocks, AVX2 and AVX-512 VBMI. */
-bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, const uint8_t *perm);
-bool _pylayout_block_perm_avx512(_pylayout_block_perm *t, int64_t S, const uint8_t *perm);
+bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm);
+bool _pylayout_block_perm_avx512(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm);
 
 /* reverse_x86.c: AVX2 rows copied backwards. */
 void _pylayout_reverse1_avx2(const char *src, char *dst, int64_t n);

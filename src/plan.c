@@ -1880,20 +1880,21 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
  * reversal it replaces was level out of cache: 27 / 27 at 24 MiB). */
 
 /* Whether dims q.. of the canonical copy, q >= 1 (its innermost), are one
- * block: S <= PL_BP_MAX_BYTES bytes dense in both tensors in another
- * order, the blocks packed along dim q - 1 in both.  The smallest such q.
- * Fills perm (the src byte of each dst byte of a block, counted from the
- * block's lowest src byte) and *lo (that byte's offset from the block's
- * first element visited, <= 0 where src steps back inside the block). */
+ * block: S <= PL_BP_MAX_BYTES bytes (PL_BP_MAX_ELEMS elements) dense in
+ * both tensors in another order, the blocks packed along dim q - 1 in
+ * both.  The smallest such q.  Fills eperm (the src element of each dst
+ * element of a block, counted from the block's lowest in src) and *lo
+ * (the bytes from that element to the block's first element visited,
+ * <= 0 where src steps back inside the block). */
 static bool pl_block_dims(int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int64_t is, int *q_ret,
-                          int64_t *S_ret, int64_t *lo_ret, uint8_t *perm)
+                          int64_t *S_ret, int64_t *lo_ret, uint8_t *eperm)
 {
     int64_t S = is;
     for (int q = n - 1; q >= 1; q--) {
         if (ds[q] != S) /* dst dense from q on: so is every q below */
             return false;
         S *= shape[q];
-        if (S > PL_BP_MAX_BYTES)
+        if (S > PL_BP_MAX_BYTES || S / is > PL_BP_MAX_ELEMS)
             return false;
         if (ds[q - 1] != S || ss[q - 1] != S)
             continue;
@@ -1919,8 +1920,7 @@ static bool pl_block_dims(int n, const int64_t *shape, const int64_t *ss, const 
         bool moved = false;
         int64_t idx[PYLAYOUT_MAX_NDIM] = {0}, off = -lo;
         for (int64_t j = 0; j < S; j += is) {
-            for (int64_t c = 0; c < is; c++)
-                perm[j + c] = (uint8_t)(off + c);
+            eperm[j / is] = (uint8_t)(off / is);
             moved |= off != j;
             for (int k = n - 1; k >= q; k--) {
                 off += ss[k];
@@ -1944,13 +1944,13 @@ static bool pl_block_dims(int n, const int64_t *shape, const int64_t *ss, const 
  * dim q - 1 their rows), units as pl_choose_rows cuts rows; false where
  * the kernels have nothing for blocks of S bytes. */
 static bool pl_copy_blocks(const _pylayout_kernels *k, int q, const int64_t *shape, const int64_t *ss,
-                           const int64_t *ds, int64_t S, const uint8_t *perm, const char *src, char *dst,
-                           int64_t total_bytes, int nt)
+                           const int64_t *ds, int64_t is, int64_t S, const uint8_t *eperm, const char *src,
+                           char *dst, int64_t total_bytes, int nt)
 {
     static const pl_plan zero_plan;
     pl_plan p;
     memcpy(&p, &zero_plan, offsetof(pl_plan, count));
-    if (!k->block_perm(&p.bp, S, perm))
+    if (!k->block_perm(&p.bp, S, is, eperm))
         return false;
     p.kind = PL_ROWS;
     p.blocks = true;
@@ -1997,16 +1997,17 @@ static bool pl_copy_blocks(const _pylayout_kernels *k, int q, const int64_t *sha
 
 /* The copy as rows of blocks where pl_block_dims finds them and the
  * kernels take them; false (nothing copied) otherwise.  Apart from
- * pl_copy_canonical, whose other copies need none of its frame. */
+ * pl_copy_canonical, whose other copies need none of its frame (its
+ * 256-byte table there cost a 1 KB transpose 12-15 ns a call). */
 __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int n, const int64_t *shape,
                                                 const int64_t *ss, const int64_t *ds, int64_t is, const char *src,
                                                 char *dst, int64_t total_bytes, int nt)
 {
     int q;
     int64_t S, lo;
-    uint8_t perm[PL_BP_MAX_BYTES];
-    return pl_block_dims(n, shape, ss, ds, is, &q, &S, &lo, perm) &&
-           pl_copy_blocks(k, q, shape, ss, ds, S, perm, src + lo, dst, total_bytes, nt);
+    uint8_t eperm[PL_BP_MAX_ELEMS];
+    return pl_block_dims(n, shape, ss, ds, is, &q, &S, &lo, eperm) &&
+           pl_copy_blocks(k, q, shape, ss, ds, is, S, eperm, src + lo, dst, total_bytes, nt);
 }
 
 /* ----------------------------------------------------------------- driver */

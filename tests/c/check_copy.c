@@ -969,8 +969,9 @@ static void blocks_cases(void)
 {
     unsigned seed = 4421;
     /* (N, m, n) from (N, n, m): batches of m x n matrices transposed, every
-     * element size, blocks of 2 to 288 bytes (past the kernels' 256), batches
-     * around the superblocks, the inner dims flipped too */
+     * element size, blocks of 2 to 1024 bytes (past the shuffles' 256, where
+     * 8- and 16-byte elements move one by one) and past 1024, batches around
+     * the superblocks, the inner dims flipped too */
     static const int64_t sides[] = {1, 2, 3, 4, 5, 7, 8, 9, 16};
     static const int64_t batches[] = {1, 2, 3, 5, 7, 21, 64, 65, 86};
     static const int swap[3] = {0, 2, 1};
@@ -978,7 +979,7 @@ static void blocks_cases(void)
         for (size_t mi = 0; mi < sizeof sides / sizeof *sides; mi++)
             for (size_t ni = 0; ni < sizeof sides / sizeof *sides; ni++) {
                 const int64_t m = sides[mi], n = sides[ni];
-                if ((int64_t)is * m * n > 288 || m * n < 2)
+                if ((int64_t)is * m * n > 1100 || m * n < 2)
                     continue;
                 for (size_t bi = 0; bi < sizeof batches / sizeof *batches; bi++) {
                     const int64_t shape[3] = {batches[bi], m, n};
