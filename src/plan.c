@@ -177,7 +177,10 @@
  * element moves each, and the tile loop does them as well. */
 #define PL_THIN_MIN_LONG 16
 
-enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED, PL_THIN };
+enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED, PL_THIN, PL_FUSED };
+
+/* Levels of a fused transpose's side: the dims below its tiled one. */
+#define PL_FUSE_LEVELS 3
 
 /* The canonical copy as a loop nest of units.  Loop dims (outermost first)
  * end with the tile index of dim b, then of dim a; a unit moves an na x nb
@@ -227,6 +230,14 @@ typedef struct pl_plan {
     _pylayout_group_gather gg;            /* set and read only where grouped, or staged (the gather) */
     _pylayout_group_gather gs;            /* set and read only where staged (the scatter) */
     _pylayout_block_perm bp;              /* set and read only where blocks */
+    /* PL_FUSED (pl_fused): the dims fused below a and below b, innermost
+     * first, with their counts and src (a's side) or dst (b's side) byte
+     * steps; set and read only there */
+    int nfa, nfb;
+    bool fa_gather; /* src rows gathered into a buffer first: a has levels, or its rows are crowded */
+    int64_t fa_count[PL_FUSE_LEVELS], fa_step[PL_FUSE_LEVELS];
+    int64_t fb_count[PL_FUSE_LEVELS], fb_step[PL_FUSE_LEVELS];
+    int64_t fa_in, fb_in; /* elements one step of a and of b covers: the product of its levels' counts */
 } pl_plan;
 
 static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
@@ -496,6 +507,95 @@ static void pl_blocks_streamed(const pl_plan *p, const char *s, char *d, int64_t
     }
 }
 
+/* A fused transpose's two L1 buffers (pl_run_fused), each of this many
+ * bytes at most: one unit's rows as read from src, then as written to dst. */
+#define PL_FUSE_BUFFER_BYTES 16384
+
+/* A row of n bytes in moves of 16 (the last overlapping the one before),
+ * for the fused transposes' rows of 16 bytes to a few hundred.  The empty
+ * asm keeps the compiler from turning the loop back into a memmove call,
+ * which cost a call per row of 64 bytes: a quarter of the time of a
+ * (8,16,1024,8) uint8 reversal (perf).  Wider moves, AVX2 and AVX-512
+ * kernels of the table, were slower or level in the same copies: uint8
+ * (4096,8,8,4) by (3,2,1,0), 1 thread, 15.7-16.2 GB/s this way, 10.2-10.8
+ * with 32- or 64-byte moves (in one process, alternating). */
+static inline void pl_copy_run(char *d, const char *s, int64_t n)
+{
+    if (n < 16) {
+        pl_copy_small_row(d, s, n);
+        return;
+    }
+    int64_t o = 0;
+    for (; o + 16 < n; o += 16) {
+        memcpy(d + o, s + o, 16);
+        __asm__("" : "+r"(o));
+    }
+    memcpy(d + n - 16, s + n - 16, 16);
+}
+
+static void pl_move_rows(char *dst, int64_t dstep, const char *src, int64_t sstep, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++)
+        pl_copy_run(dst + r * dstep, src + r * sstep, n);
+}
+
+/* A fused transpose's unit (see pl_fused): R = na x fa_in rows, each a run
+ * of C = nb x fb_in elements in src, into C runs of R elements in dst.
+ * The rows are gathered into an L1 buffer where a has levels below it or
+ * its rows are crowded (else the tile reads them from src at step ssa),
+ * transposed into the second buffer, and each of its rows copied, or
+ * streamed, to its place in dst.  Levels are walked as odometers, the
+ * innermost as runs of rows a fixed step apart. */
+static void pl_run_fused(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
+{
+    const int64_t is = (int64_t)p->itemsize;
+    const int64_t R = na * p->fa_in, C = nb * p->fb_in, rb = R * is, cb = C * is;
+    _Alignas(PL_LINE_BYTES) char bufa[PL_FUSE_BUFFER_BYTES], bufb[PL_FUSE_BUFFER_BYTES];
+    const char *rows = s;
+    int64_t step = p->ssa;
+    if (p->fa_gather) {
+        /* runs of the innermost level (or all R rows), the odometer over
+         * the levels above it and then a */
+        const int64_t run = p->nfa > 0 ? p->fa_count[0] : R, rstep = p->nfa > 0 ? p->fa_step[0] : p->ssa;
+        int64_t idx[PL_FUSE_LEVELS] = {0}, off = 0;
+        for (int64_t r = 0; r < R; r += run) {
+            pl_move_rows(bufa + r * cb, cb, s + off, rstep, run, cb);
+            int l = 1;
+            for (; l < p->nfa; l++) {
+                off += p->fa_step[l];
+                if (++idx[l] < p->fa_count[l])
+                    break;
+                off -= p->fa_count[l] * p->fa_step[l];
+                idx[l] = 0;
+            }
+            if (l >= p->nfa)
+                off += p->ssa;
+        }
+        rows = bufa;
+        step = cb;
+    }
+    p->tile(rows, step, bufb, rb, R, C);
+    const int64_t run = p->nfb > 0 ? p->fb_count[0] : C, cstep = p->nfb > 0 ? p->fb_step[0] : p->dsb;
+    int64_t idx[PL_FUSE_LEVELS] = {0}, off = 0;
+    for (int64_t c = 0; c < C; c += run) {
+        if (p->stream_out != NULL)
+            for (int64_t k = 0; k < run; k++)
+                p->stream_out(d + off + k * cstep, bufb + (c + k) * rb, rb);
+        else
+            pl_move_rows(d + off, cstep, bufb + c * rb, rb, run, rb);
+        int l = 1;
+        for (; l < p->nfb; l++) {
+            off += p->fb_step[l];
+            if (++idx[l] < p->fb_count[l])
+                break;
+            off -= p->fb_count[l] * p->fb_step[l];
+            idx[l] = 0;
+        }
+        if (l >= p->nfb)
+            off += p->dsb;
+    }
+}
+
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb, char *buf, int64_t half)
 {
     switch (p->kind) {
@@ -580,6 +680,9 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             return;
         }
         break;
+    case PL_FUSED:
+        pl_run_fused(p, s, d, na, nb);
+        return;
     case PL_THIN:
         if (p->zip != NULL)
             p->zip(s, p->ssa, d, nb);
@@ -2010,6 +2113,174 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
            pl_copy_blocks(k, q, shape, ss, ds, is, S, eperm, src + lo, dst, total_bytes, nt);
 }
 
+/* ------------------------------------------------------ fused transposes */
+
+/* Transposes whose tiles would read a few bytes of every line they touch:
+ * every dim of a 4-D tensor reversed (np.asfortranarray's copy,
+ * x.permute(3, 2, 1, 0)) when its innermost dims are short, (N, C, 7, 7)
+ * feature maps to (7, 7, C, N), (B, S, H, 64) uint8 to (64, H, S, B).  A
+ * plain transpose takes the dst-innermost dim a against the src-innermost
+ * b; where b is a few elements long its tiles read a few bytes of each src
+ * row, and where a is short they write a few bytes of each dst row, rows a
+ * page or more apart, each line read or written in pieces, evicted in
+ * between (rows a page apart share their L1 sets).  Here each short side is
+ * taken together with the dims that continue it in its own tensor: b with
+ * the dims dense after it in src, a with those dense after it in dst.  A
+ * unit is then R x C elements whose src rows are runs of C elements and
+ * whose dst rows are runs of R, at offsets the levels give
+ * (pl_run_fused), through two L1 buffers.
+ *
+ * A side is short when its run is under a line (under half a line for 8-
+ * and 16-byte elements: wider tiles move whole elements in registers and
+ * lost here, float64 (16,512,7,7) by (1,3,2,0) 17.8 -> 11.5 GB/s) and its
+ * rows are a page or more apart, or, on src's side, its run is 16 bytes or
+ * less.  Each short side must find a dim to continue it, and both runs
+ * must then reach PL_FUSE_MIN_BYTES.  Where the rows are close the tiles'
+ * lines stay in L1 and they keep them: (8,64,56,56) uint8 by (1,3,0,2),
+ * dst rows of 56 bytes 448 apart, 20.8 -> 12.8 GB/s fused.  Groups of 2-8
+ * elements through planes (pl_plane_dims) keep their route, taken first:
+ * (128,32,32,3) float16 by (0,3,2,1) 31 -> 14 GB/s fused.  A short side
+ * that found no dim to continue it ((256,16,1024,8) float16 by (0,3,2,1):
+ * dst rows of 32 bytes; its dim continues src's side) lost too, 9.3 ->
+ * 4.7 GB/s.
+ *
+ * Units of PL_FUSE_DST_RUN_BYTES along dst's rows and PL_FUSE_SRC_RUN_BYTES
+ * along src's, within the buffers (uint8 (4096,8,8,4) by (3,2,1,0), 1
+ * thread, GB/s, dst x src bytes: 64 x 64 13.2, 128 x 64 17.4, 256 x 128
+ * 17.1-17.4, 256 x 256 11.7-17.4, 512 x 64 19-20.6; float32 15.2 / 23.4 /
+ * 29-31.5 / 31.7 / 28.2-29.8; (8,16,1024,8) uint8 9.9 / 12.7 / 14.1-14.3 /
+ * 14.5 / 9.7-11.1).  Past a quarter of the L3 dst's rows stream.
+ *
+ * Measured on the 2-core Zen 5 dev VM, torch tensors, copy_into, best of
+ * 5, the two routes alternating in one process (a throwaway switch), GB/s
+ * before / after at 1 thread, then 2, by (3,2,1,0):
+ *   uint8 (4096,8,8,4) 2.7 / 16.0, 4.8 / 26.2; (8,16,1024,8) 2.0 / 15.5,
+ *   3.2 / 26.4; (16,512,7,7) 2.8 / 13.6; (32,128,12,64) 3.4 / 13.7, 6.4 /
+ *   26.7; (65536,8,8,4) (16 MiB, streamed) 1.4 / 12.6, 2.6 / 21.6;
+ *   float16 (4096,8,8,4) 3.3 / 21.3, 6.6 / 38.8; (8,64,56,56) 3.8 / 17.7,
+ *   7.0 / 31.2; (16,512,7,7) 4.7 / 15.2, 8.0 / 28.6;
+ *   float32 (4096,8,8,4) 6.5 / 31.7, 11.5 / 51.8; (65536,8,8,4) 2.2 / 8.6,
+ *   4.1 / 16.2; (16,512,7,7) 10.9 / 12.7, 18.2 / 24.5;
+ * and uint8 (512,512,16) by (2,1,0), src rows 8 KiB apart, gathered: 6.7 /
+ * 16.2, 12.8 / 28.8 (torch: 0.5-3.9 GB/s in all of these).  A sweep of
+ * every order of 4-D shapes with dims of 2-64 and 3-D ones, uint8 to
+ * float64, found the rest within the noise. */
+#define PL_FUSE_RUN_BYTES 64
+#define PL_FUSE_MIN_BYTES 32
+#define PL_FUSE_DST_RUN_BYTES 256
+#define PL_FUSE_SRC_RUN_BYTES 128
+
+/* The copy as a fused transpose where the rule above takes it; false
+ * (nothing copied) otherwise.  Apart from pl_copy_canonical, as pl_blocks. */
+
+__attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n, const int64_t *shape,
+                                               const int64_t *ss, const int64_t *ds, int64_t is, const char *src,
+                                               char *dst, int64_t total_bytes, int nt)
+{
+    const int lg = _pl_size_index((size_t)is);
+    int b;
+    if (n < 3 || lg < 0 || k->tile[lg] == NULL || pl_choose_kind(n, ss, ds, is, &b) != PL_TRANSPOSE)
+        return false;
+    const int a = n - 1;
+    if (ds[a] != is || ss[b] != is)
+        return false;
+    int la[PL_FUSE_LEVELS + 1] = {a}, lb[PL_FUSE_LEVELS + 1] = {b}, nla = 1, nlb = 1;
+    int64_t runa = shape[a] * is, runb = shape[b] * is;
+    const int64_t lim = is >= 8 ? PL_LINE_BYTES / 2 : PL_LINE_BYTES - 1;
+    const bool short_a = runa <= lim && pl_abs(ds[b]) >= PL_PAGE_BYTES;
+    const bool short_b = runb <= lim && (pl_abs(ss[a]) >= PL_PAGE_BYTES || runb <= 16);
+    if (!short_a && !short_b)
+        return false;
+    bool used[PYLAYOUT_MAX_NDIM] = {false};
+    used[a] = used[b] = true;
+    for (;;) {
+        const bool wa = runa < PL_FUSE_RUN_BYTES && nla <= PL_FUSE_LEVELS;
+        const bool wb = runb < PL_FUSE_RUN_BYTES && nlb <= PL_FUSE_LEVELS;
+        int ca = -1, cb = -1;
+        for (int q = 0; q < n; q++)
+            if (!used[q]) {
+                if (wa && ds[q] == runa)
+                    ca = q;
+                if (wb && ss[q] == runb)
+                    cb = q;
+            }
+        if (ca >= 0 && (cb < 0 || runa <= runb)) {
+            la[nla++] = ca;
+            used[ca] = true;
+            runa *= shape[ca];
+        } else if (cb >= 0) {
+            lb[nlb++] = cb;
+            used[cb] = true;
+            runb *= shape[cb];
+        } else {
+            break;
+        }
+    }
+    if ((short_a && nla == 1) || (short_b && nlb == 1) || pl_min(runa, runb) < PL_FUSE_MIN_BYTES)
+        return false;
+
+    static const pl_plan zero_plan;
+    pl_plan p;
+    memcpy(&p, &zero_plan, offsetof(pl_plan, count));
+    p.kind = PL_FUSED;
+    p.itemsize = (size_t)is;
+    p.src = src;
+    p.dst = dst;
+    p.tile = k->tile[lg];
+    const int pa = la[nla - 1], pb = lb[nlb - 1];
+    p.nfa = nla - 1;
+    p.nfb = nlb - 1;
+    p.fa_gather = p.nfa > 0 || pl_abs(ss[la[nla - 1]]) % PL_CROWDED_ROW_BYTES == 0;
+    p.fa_in = p.fb_in = 1;
+    for (int l = 0; l < p.nfa; l++) {
+        p.fa_count[l] = shape[la[l]];
+        p.fa_step[l] = ss[la[l]];
+        p.fa_in *= shape[la[l]];
+    }
+    for (int l = 0; l < p.nfb; l++) {
+        p.fb_count[l] = shape[lb[l]];
+        p.fb_step[l] = ds[lb[l]];
+        p.fb_in *= shape[lb[l]];
+    }
+    p.na = shape[pa];
+    p.ssa = ss[pa];
+    p.dsa = ds[pa];
+    p.nb = shape[pb];
+    p.ssb = ss[pb];
+    p.dsb = ds[pb];
+    p.ta = pl_min(p.na, pl_max(1, PL_FUSE_DST_RUN_BYTES / (p.fa_in * is)));
+    p.tb = pl_min(p.nb, pl_max(1, PL_FUSE_SRC_RUN_BYTES / (p.fb_in * is)));
+    while (p.ta * p.fa_in * p.tb * p.fb_in * is > PL_FUSE_BUFFER_BYTES) {
+        if (p.ta > 1)
+            p.ta = (p.ta + 1) / 2;
+        else if (p.tb > 1)
+            p.tb = (p.tb + 1) / 2;
+        else
+            return false;
+    }
+    int64_t cs[PYLAYOUT_MAX_NDIM], css[PYLAYOUT_MAX_NDIM], cds[PYLAYOUT_MAX_NDIM];
+    int m = 0, a2 = -1, b2 = -1;
+    for (int q = 0; q < n; q++) {
+        if (used[q] && q != pa && q != pb)
+            continue;
+        if (q == pa)
+            a2 = m;
+        if (q == pb)
+            b2 = m;
+        cs[m] = shape[q];
+        css[m] = ss[q];
+        cds[m] = ds[q];
+        m++;
+    }
+    pl_build_loops(&p, m, cs, css, cds, a2, b2);
+    if (k->stream_copy != NULL && total_bytes >= pl_stream_min_wide_bytes()) {
+        p.stream_out = k->stream_copy;
+        p.fence = k->fence;
+    }
+    pl_run(&p, total_bytes, nt);
+    return true;
+}
+
 /* ----------------------------------------------------------------- driver */
 
 /* _pylayout_copy_canonical, with the size that decides whether a transpose
@@ -2077,6 +2348,8 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     /* The scalars zeroed by a copy of a zero plan: a memset of their 152
      * bytes compiles to rep stos (GCC 12, -O2), whose start-up was a tenth
      * of a 1 KB copy (perf annotate); a copy compiles to vector moves. */
+    if (pg == NULL && pl_fused(k, n, shape, ss, ds, is, src, dst, total_bytes, nt))
+        return;
     static const pl_plan zero_plan;
     pl_plan p;
     memcpy(&p, &zero_plan, offsetof(pl_plan, count));

@@ -1042,6 +1042,60 @@ static void blocks_cases(void)
 START_TEST(test_blocks) { check_both_thread_counts(blocks_cases); }
 END_TEST
 
+/* ---------------------------------------------------- fused transposes */
+
+/* Transposes whose tiles would take short rows a page or more apart, or src
+ * rows of 16 bytes or less: each short side read or written together with
+ * the dims that continue it in its tensor (plan.c's pl_fused), through L1
+ * buffers.  np.asfortranarray of small-dimmed tensors, (N, C, 7, 7) feature
+ * maps reversed.  Every order of each 4-D shape, every element size; the
+ * reversals with every set of flipped dims (src rows gathered at negative
+ * steps); src guarded on either side, dst off its lines. */
+static void fused_cases(void)
+{
+    unsigned seed = 5150;
+    static const int64_t shapes[][4] = {{8, 16, 64, 8}, {64, 8, 8, 4}, {16, 40, 7, 7}, {6, 33, 12, 20}, {12, 5, 70, 3}, {64, 8, 2, 2}};
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+            int perm[4] = {0, 1, 2, 3}, k = 0;
+            do {
+                const size_t mis = k % 3 == 0 ? 0 : k % 3 == 1 ? 1 : is + 3;
+                blocks_case(4, shapes[i], perm, 0, is, mis, k % 2, &seed);
+                k++;
+            } while (next_perm(perm, 4));
+        }
+    static const int rev[4] = {3, 2, 1, 0};
+    for (size_t is = 1; is <= 4; is *= 2)
+        for (unsigned f = 1; f < 16; f++)
+            blocks_case(4, shapes[f % 3], rev, f, is, f % 5, f % 2, &seed);
+    /* two levels below a's tiled dim: dst rows of 2 elements 4 KiB apart */
+    static const int64_t deep[4] = {40, 1024, 2, 2};
+    for (size_t is = 1; is <= 16; is *= 2)
+        blocks_case(4, deep, rev, is == 2 ? 1 : 0, is, is == 4 ? 5 : 0, is % 2, &seed);
+    /* 3-D and 5-D reversals */
+    static const int64_t s3[][3] = {{64, 64, 16}, {300, 20, 2}, {33, 130, 5}};
+    static const int rev3[3] = {2, 1, 0};
+    for (size_t is = 1; is <= 8; is *= 2)
+        for (size_t i = 0; i < sizeof s3 / sizeof *s3; i++)
+            blocks_case(3, s3[i], rev3, 0, is, is, i % 2, &seed);
+    static const int64_t s5[5] = {4, 6, 5, 7, 3}, s5b[5] = {16, 3, 9, 2, 11};
+    static const int rev5[5] = {4, 3, 2, 1, 0};
+    for (size_t is = 1; is <= 16; is *= 2) {
+        tens s, d;
+        tens_make(&s, 5, is % 2 ? s5 : s5b, rev5, NULL, NULL, NULL, is, 0, -1, &seed);
+        tens_make(&d, 5, is % 2 ? s5 : s5b, NULL, NULL, NULL, NULL, is, 7, SENTINEL, &seed);
+        check_and_free(&s, &d);
+    }
+    /* 4-8 MiB: the threads split the units */
+    static const int64_t big[][4] = {{256, 16, 256, 8}, {8192, 8, 8, 4}, {64, 512, 16, 7}};
+    static const size_t big_is[] = {1, 4, 2};
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+        blocks_case(4, big[i], rev, 0, big_is[i], i * 16, i % 2, &seed);
+}
+
+START_TEST(test_fused) { check_both_thread_counts(fused_cases); }
+END_TEST
+
 /* -------------------------------------------------------- byte_offset */
 
 START_TEST(test_byte_offset)
@@ -1724,6 +1778,7 @@ static Suite *copy_suite(void)
         TCASE("stepk", TEST(test_stepk)),
         TCASE("groups", TEST(test_groups)),
         TCASE("blocks", TEST(test_blocks)),
+        TCASE("fused", TEST(test_fused)),
         TCASE("negative_strides", TEST(test_negative_strides), TEST(test_reversed_rows), TEST(test_rotations)),
         TCASE("byte_offset", TEST(test_byte_offset)),
         TCASE("size0_size1", TEST(test_size0_size1)),
