@@ -533,6 +533,14 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"all dims reversed {shp} {str(dt)[6:]} by (2, 1, 0)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(2, 1, 0),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # every dim reversed (np.asfortranarray's copy, x.permute(3, 2, 1, 0)) of
+    # tensors whose innermost dims are short: each short side read or
+    # written together with the dims that continue it (plan.c's pl_fused)
+    for shp, dt in (((4096 // s, 8, 8, 4), torch.uint8), ((max(1, 16 // s), 512, 7, 7), torch.uint8),
+                    ((max(1, 32 // s), 128, 12, 64), torch.uint8), ((4096 // s, 8, 8, 4), torch.float32)):
+        cases.append(Case(f"short dims reversed {shp} {str(dt)[6:]} by (3, 2, 1, 0)",
+                          lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(3, 2, 1, 0),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # a source broadcast along the last dim: rows filled (plan.c's pl_fill_row)
     shp = (max(1, 16 // s), 3, 224, 224)
     cases.append(Case(f"broadcast rows x[..., :1].expand {shp} f32",
