@@ -546,6 +546,22 @@ static void pl_move_rows(char *dst, int64_t dstep, const char *src, int64_t sste
  * transposed into the second buffer, and each of its rows copied, or
  * streamed, to its place in dst.  Levels are walked as odometers, the
  * innermost as runs of rows a fixed step apart. */
+/* A side's odometer: the offset of its next run of rows, from `off`, the
+ * run before it at indices idx.  Levels 1 .. n - 1 (count, step) above
+ * the innermost (level 0, the run), then the tiled dim (`tiled`). */
+static inline int64_t pl_fused_next(int64_t off, int64_t *idx, int n, const int64_t *count, const int64_t *step,
+                                    int64_t tiled)
+{
+    for (int l = 1; l < n; l++) {
+        off += step[l];
+        if (++idx[l] < count[l])
+            return off;
+        off -= count[l] * step[l];
+        idx[l] = 0;
+    }
+    return off + tiled;
+}
+
 static void pl_run_fused(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb)
 {
     const int64_t is = (int64_t)p->itemsize;
@@ -553,23 +569,12 @@ static void pl_run_fused(const pl_plan *p, const char *s, char *d, int64_t na, i
     _Alignas(PL_LINE_BYTES) char bufa[PL_FUSE_BUFFER_BYTES], bufb[PL_FUSE_BUFFER_BYTES];
     const char *rows = s;
     int64_t step = p->ssa;
-    if (p->fa_gather) {
-        /* runs of the innermost level (or all R rows), the odometer over
-         * the levels above it and then a */
+    if (p->fa_gather) { /* runs of a's innermost level, or all R rows */
         const int64_t run = p->nfa > 0 ? p->fa_count[0] : R, rstep = p->nfa > 0 ? p->fa_step[0] : p->ssa;
         int64_t idx[PL_FUSE_LEVELS] = {0}, off = 0;
         for (int64_t r = 0; r < R; r += run) {
             pl_move_rows(bufa + r * cb, cb, s + off, rstep, run, cb);
-            int l = 1;
-            for (; l < p->nfa; l++) {
-                off += p->fa_step[l];
-                if (++idx[l] < p->fa_count[l])
-                    break;
-                off -= p->fa_count[l] * p->fa_step[l];
-                idx[l] = 0;
-            }
-            if (l >= p->nfa)
-                off += p->ssa;
+            off = pl_fused_next(off, idx, p->nfa, p->fa_count, p->fa_step, p->ssa);
         }
         rows = bufa;
         step = cb;
@@ -583,16 +588,7 @@ static void pl_run_fused(const pl_plan *p, const char *s, char *d, int64_t na, i
                 p->stream_out(d + off + k * cstep, bufb + (c + k) * rb, rb);
         else
             pl_move_rows(d + off, cstep, bufb + c * rb, rb, run, rb);
-        int l = 1;
-        for (; l < p->nfb; l++) {
-            off += p->fb_step[l];
-            if (++idx[l] < p->fb_count[l])
-                break;
-            off -= p->fb_count[l] * p->fb_step[l];
-            idx[l] = 0;
-        }
-        if (l >= p->nfb)
-            off += p->dsb;
+        off = pl_fused_next(off, idx, p->nfb, p->fb_count, p->fb_step, p->dsb);
     }
 }
 
