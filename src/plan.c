@@ -154,6 +154,33 @@
  * 22-28). */
 #define PL_RUNS_DST_ROWS 1024
 
+/* Buffered run transposes (stream_runs) of dense dst rows shorter than
+ * PL_STREAM_RUN_BYTES take a whole row per run where src has at least
+ * this many rows; with fewer the cached tiles won or came out level.
+ * Their buffers hold a multiple of PL_RUNS_BATCH_ROWS runs (the widest
+ * block of the tile kernels, 32 x 32 2-byte elements), so that no block is
+ * shifted back over its neighbour along b, and a batch of runs from this
+ * many src rows or more prefetches the next batch's src lines: it reads a
+ * few lines of each row, too many streams for the hardware prefetchers.
+ * Measured on the 2-core Zen 5 dev VM, torch tensors, copy_into, best of 7
+ * batches, GB/s, before / after, three rounds of fresh processes
+ * alternating (/tmp script, a throwaway switch): 1 thread, float16
+ * (100, 60000).T 7.3-8.4 / 22.0-22.2, (100, 200, 300).permute(1, 2, 0)
+ * 7.1-8.9 / 22.0-22.2, (50, 100000).T 19.0-19.1 / 21.7-22.0; float32
+ * (50, 100000).T 11.3-12.6 / 21.4-24.2; runs of 256 bytes, prefetched:
+ * float16 (300, 20000).T 9.0-9.4 / 12.8-13.3, bfloat16 3000 x 3000 7.2-7.9
+ * / 11.5-13.0; 2 threads, float16 (100, 60000).T 13.7-18.4 / 38.0-38.9,
+ * float32 (50, 100000).T 21.4-24.1 / 39.5-42.6, bfloat16 3000 x 3000
+ * 14.6-17.1 / 22.1-24.8; PYLAYOUT_SIMD=avx2, float32 3000 x 3000 7.4-7.7 /
+ * 9.5-11.7, float16 (100, 60000).T 7.1-7.8 / 21.5-22.5; sse2 the same
+ * 6.7-7.2 / 21.0-21.1.  Not kept: buffered rows from fewer src rows
+ * (float64 (25, 100000).T 28.1 cached / 20.2, float32 (40, 150000).T
+ * 15.6 / 15.2); the prefetch for float64's runs of 32 src rows (AVX2
+ * 2500 x 2500 13.4-13.6 / 12.7-12.9); runs split evenly instead of 256
+ * bytes and the rest (float16 (130, 60000).T 7.3 / 9.2-10.9). */
+#define PL_RUNS_MIN_SRC_ROWS 48
+#define PL_RUNS_BATCH_ROWS 32
+
 /* A page, the smallest on x86-64 and arm64 Linux: src rows that start a
  * page or more apart each cost their own TLB entry and hardware-prefetch
  * stream.  Streaming transposes read one page of src per tile column;
@@ -646,12 +673,22 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         if (p->stream_runs) {
             /* runs of dst rows off their lines (pl_choose_transpose): as
              * many as fill the buffer built in L1 by the cached tile, then
-             * streamed row by row */
+             * streamed row by row, or as one block where the runs are
+             * whole dense rows; the next batch's src lines are prefetched
+             * meanwhile (see PL_RUNS_MIN_SRC_ROWS) */
             _Alignas(PL_LINE_BYTES) char buf[PL_STREAM_BUFFER_BYTES];
-            const int64_t run = na * (int64_t)p->itemsize, rows = PL_STREAM_BUFFER_BYTES / run;
+            const int64_t run = na * (int64_t)p->itemsize, fit = PL_STREAM_BUFFER_BYTES / run;
+            const int64_t rows = fit >= 2 * PL_RUNS_BATCH_ROWS ? fit / PL_RUNS_BATCH_ROWS * PL_RUNS_BATCH_ROWS : fit;
             for (int64_t j0 = 0; j0 < nb; j0 += rows) {
-                const int64_t m = pl_min(rows, nb - j0);
+                const int64_t m = pl_min(rows, nb - j0), next = pl_min(rows, nb - j0 - m);
+                for (int64_t i = 0; na >= PL_RUNS_MIN_SRC_ROWS && i < na; i++)
+                    for (int64_t o = 0; o < next * p->ssb; o += PL_LINE_BYTES) /* the next batch's src */
+                        __builtin_prefetch(s + i * p->ssa + (j0 + m) * p->ssb + o);
                 p->tile(s + j0 * p->ssb, p->ssa, buf, run, na, m);
+                if (p->dsb == run) {
+                    p->stream_out(d + j0 * p->dsb, buf, m * run);
+                    continue;
+                }
                 for (int64_t j = 0; j < m; j++)
                     p->stream_out(d + (j0 + j) * p->dsb, buf + j * run, run);
             }
@@ -1254,7 +1291,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
         p->ta = PL_STREAM_RUN_BYTES / is;
         p->tb = pl_min(p->nb, PL_RUNS_DST_ROWS);
     } else if (large && !lines && is >= 2 && is <= 8 && p->tile != NULL && k->stream_copy != NULL &&
-               p->na * is >= PL_STREAM_RUN_BYTES) {
+               (p->na * is >= PL_STREAM_RUN_BYTES || (p->dsb == p->na * is && p->na >= PL_RUNS_MIN_SRC_ROWS))) {
         /* Transposes past the streaming threshold whose dst rows are off
          * their lines (not a whole number of lines apart), with no tile_runs
          * kernel for their element size (2 bytes; 4 and 8 below AVX-512),
@@ -1273,11 +1310,13 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
          * 1- or 16-byte elements, which it made slower (uint8 3001 x 3000
          * on AVX2 1223 / 1419; complex128 n=1501 7693-8511 / 9729-10070);
          * not in place of the AVX-512 float kernels (float32 n=3000: 9-10
-         * ms this way, 6.4 there). */
+         * ms this way, 6.4 there).  Dense dst rows shorter than a run
+         * take them too, a whole row per run, where src has at least
+         * PL_RUNS_MIN_SRC_ROWS rows (see there). */
         p->stream_out = k->stream_copy;
         p->stream_runs = true;
         p->fence = k->fence;
-        p->ta = PL_STREAM_RUN_BYTES / is;
+        p->ta = pl_min(p->na, PL_STREAM_RUN_BYTES / is);
         p->tb = pl_min(p->nb, PL_PAGE_BYTES / is);
     } else if (large && k->stream_copy != NULL && p->ta == p->na && p->dsb == p->na * is &&
                p->ta * p->tb * is <= PL_STREAM_BUFFER_BYTES) {

@@ -439,6 +439,34 @@ START_TEST(test_f16_streaming_off_lines)
 }
 END_TEST
 
+/* Transposes above PL_STREAM_MIN_BYTES into dense dst rows shorter than a
+ * 256-byte run and off their lines, from 48 src rows or more (plan.c's
+ * PL_RUNS_MIN_SRC_ROWS): whole rows built in L1 by the cached tile in
+ * batches of a multiple of 32 rows, each batch streamed out as one block
+ * while the next one's src is prefetched; on every SIMD path.  Rows of 2
+ * and 4 bytes from 48 to 127 elements (96 to 254 bytes), a ragged last
+ * batch and page-wide tile, dst on a line and off it by elements and by
+ * bytes (the block's partial first and last lines stored), a 3-D permute
+ * whose outer dst dims merge, and 47 rows (the cached tiles). */
+START_TEST(test_short_rows_streaming)
+{
+    static const int rot[3] = {1, 2, 0};
+    static const int64_t maps[3] = {60, 210, 170};
+    const copy_case cases[] = {
+        transpose_case(100, 21011, 2), /* rows of 200 bytes, 64 a batch */
+        transpose_case(127, 16600, 2), /* 254 bytes: the longest */
+        transpose_case(48, 43700, 2),  /* 96 bytes, 160 a batch */
+        transpose_case(50, 21000, 4),  /* float32, 200 bytes */
+        transpose_case(63, 16700, 4),  /* float32, 252 bytes */
+        permute_case(3, maps, rot, 2), /* dst (210, 170, 60): rows of 120 bytes */
+        transpose_case(47, 44700, 2),  /* 47 src rows: the cached tiles */
+    };
+    static const size_t offs[] = {0, 0, 2, 16, 0, 6, 3, 62};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Transposes of groups above PL_STREAM_MIN_BYTES: a last dim contiguous in
  * both, of 32 bytes or more and a multiple of 16, whose rows lie far apart
  * in src (plan.c's pl_group_streams, the group_stream kernels): groups of
@@ -623,6 +651,7 @@ static Suite *tiles_suite(void)
         TCASE("wrapped", TEST(test_wrapped)),
         TCASE("f64", TEST(test_f64_streaming)),
         TCASE("f16", TEST(test_f16_streaming_off_lines)),
+        TCASE("short_rows", TEST(test_short_rows_streaming)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes)),
     };
