@@ -541,6 +541,17 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"short dims reversed {shp} {str(dt)[6:]} by (3, 2, 1, 0)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(3, 2, 1, 0),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # dst rows shorter than 256 bytes and off their lines, from many src rows:
+    # whole rows built in L1 and streamed out a batch at a time (plan.c's
+    # PL_RUNS_MIN_SRC_ROWS); and long rows off their lines, in 256-byte runs
+    # whose src is prefetched
+    for label, shp, dt, order in (("short rows off their lines", (100, 60000 // s), torch.float16, (1, 0)),
+                                  ("short rows off their lines", (50, 100000 // s), torch.float32, (1, 0)),
+                                  ("short rows off their lines", (100, 200, 300 // s), torch.float16, (1, 2, 0)),
+                                  ("rows off their lines in 256-byte runs", (3000 // s, 3000), torch.float16, (1, 0))):
+        cases.append(Case(f"{label} {shp} {str(dt)[6:]} by {order}",
+                          lambda shp=shp, dt=dt, order=order: torch.randn(*shp).to(dt).permute(*order),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # a source broadcast along the last dim: rows filled (plan.c's pl_fill_row)
     shp = (max(1, 16 // s), 3, 224, 224)
     cases.append(Case(f"broadcast rows x[..., :1].expand {shp} f32",
