@@ -154,9 +154,11 @@
  * 22-28). */
 #define PL_RUNS_DST_ROWS 1024
 
-/* Buffered run transposes (stream_runs) of dense dst rows shorter than
+/* Buffered run transposes (stream_runs) of dst rows shorter than
  * PL_STREAM_RUN_BYTES take a whole row per run where src has at least
  * this many rows; with fewer the cached tiles won or came out level.
+ * Dense rows are streamed out a batch at a time, as one block; rows apart
+ * one by one.
  * Their buffers hold a multiple of PL_RUNS_BATCH_ROWS runs (the widest
  * block of the tile kernels, 32 x 32 2-byte elements), so that no block is
  * shifted back over its neighbour along b, and a batch of runs from this
@@ -173,11 +175,15 @@
  * float32 (50, 100000).T 21.4-24.1 / 39.5-42.6, bfloat16 3000 x 3000
  * 14.6-17.1 / 22.1-24.8; PYLAYOUT_SIMD=avx2, float32 3000 x 3000 7.4-7.7 /
  * 9.5-11.7, float16 (100, 60000).T 7.1-7.8 / 21.5-22.5; sse2 the same
- * 6.7-7.2 / 21.0-21.1.  Not kept: buffered rows from fewer src rows
- * (float64 (25, 100000).T 28.1 cached / 20.2, float32 (40, 150000).T
- * 15.6 / 15.2); the prefetch for float64's runs of 32 src rows (AVX2
- * 2500 x 2500 13.4-13.6 / 12.7-12.9); runs split evenly instead of 256
- * bytes and the rest (float16 (130, 60000).T 7.3 / 9.2-10.9). */
+ * 6.7-7.2 / 21.0-21.1.  Rows apart, float16 (100, 200, 300).permute(2,
+ * 1, 0) (dst rows 40 KB apart), 1 thread 5.0-5.5 / 9.0-13.4, 2 threads
+ * 7.3-11.5 / 22.8-26.0; float32 (50, 200, 300) the same 8.6-10.6 /
+ * 15.3-17.4 and 9.4-22.4 / 31.8-35.2.  Not kept: buffered rows from
+ * fewer src rows (float64 (25, 100000).T 28.1 cached / 20.2, float32
+ * (40, 150000).T 15.6 / 15.2); the prefetch for float64's runs of 32 src
+ * rows (AVX2 2500 x 2500 13.4-13.6 / 12.7-12.9); runs split evenly
+ * instead of 256 bytes and the rest (float16 (130, 60000).T 7.3 /
+ * 9.2-10.9). */
 #define PL_RUNS_MIN_SRC_ROWS 48
 #define PL_RUNS_BATCH_ROWS 32
 
@@ -1291,7 +1297,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
         p->ta = PL_STREAM_RUN_BYTES / is;
         p->tb = pl_min(p->nb, PL_RUNS_DST_ROWS);
     } else if (large && !lines && is >= 2 && is <= 8 && p->tile != NULL && k->stream_copy != NULL &&
-               (p->na * is >= PL_STREAM_RUN_BYTES || (p->dsb == p->na * is && p->na >= PL_RUNS_MIN_SRC_ROWS))) {
+               (p->na * is >= PL_STREAM_RUN_BYTES || p->na >= PL_RUNS_MIN_SRC_ROWS)) {
         /* Transposes past the streaming threshold whose dst rows are off
          * their lines (not a whole number of lines apart), with no tile_runs
          * kernel for their element size (2 bytes; 4 and 8 below AVX-512),
@@ -1310,8 +1316,8 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
          * 1- or 16-byte elements, which it made slower (uint8 3001 x 3000
          * on AVX2 1223 / 1419; complex128 n=1501 7693-8511 / 9729-10070);
          * not in place of the AVX-512 float kernels (float32 n=3000: 9-10
-         * ms this way, 6.4 there).  Dense dst rows shorter than a run
-         * take them too, a whole row per run, where src has at least
+         * ms this way, 6.4 there).  Dst rows shorter than a run take
+         * them too, a whole row per run, where src has at least
          * PL_RUNS_MIN_SRC_ROWS rows (see there). */
         p->stream_out = k->stream_copy;
         p->stream_runs = true;

@@ -439,19 +439,20 @@ START_TEST(test_f16_streaming_off_lines)
 }
 END_TEST
 
-/* Transposes above PL_STREAM_MIN_BYTES into dense dst rows shorter than a
+/* Transposes above PL_STREAM_MIN_BYTES into dst rows shorter than a
  * 256-byte run and off their lines, from 48 src rows or more (plan.c's
  * PL_RUNS_MIN_SRC_ROWS): whole rows built in L1 by the cached tile in
  * batches of a multiple of 32 rows, each batch streamed out as one block
- * while the next one's src is prefetched; on every SIMD path.  Rows of 2
- * and 4 bytes from 48 to 127 elements (96 to 254 bytes), a ragged last
- * batch and page-wide tile, dst on a line and off it by elements and by
- * bytes (the block's partial first and last lines stored), a 3-D permute
- * whose outer dst dims merge, and 47 rows (the cached tiles). */
+ * (dense rows) or row by row (rows apart) while the next one's src is
+ * prefetched; on every SIMD path.  Rows of 2 and 4 bytes from 48 to 127
+ * elements (96 to 254 bytes), a ragged last batch and page-wide tile, dst
+ * on a line and off it by elements and by bytes (the block's partial first
+ * and last lines stored), a 3-D permute whose outer dst dims merge, two
+ * reversed 3-D ones (rows apart), and 47 rows (the cached tiles). */
 START_TEST(test_short_rows_streaming)
 {
-    static const int rot[3] = {1, 2, 0};
-    static const int64_t maps[3] = {60, 210, 170};
+    static const int rot[3] = {1, 2, 0}, rev[3] = {2, 1, 0};
+    static const int64_t maps[3] = {60, 210, 170}, apart2[3] = {60, 100, 360}, apart4[3] = {50, 90, 240};
     const copy_case cases[] = {
         transpose_case(100, 21011, 2), /* rows of 200 bytes, 64 a batch */
         transpose_case(127, 16600, 2), /* 254 bytes: the longest */
@@ -459,6 +460,8 @@ START_TEST(test_short_rows_streaming)
         transpose_case(50, 21000, 4),  /* float32, 200 bytes */
         transpose_case(63, 16700, 4),  /* float32, 252 bytes */
         permute_case(3, maps, rot, 2), /* dst (210, 170, 60): rows of 120 bytes */
+        permute_case(3, apart2, rev, 2), /* dst rows of 120 bytes, 12000 apart: streamed one by one */
+        permute_case(3, apart4, rev, 4), /* float32 rows of 200 bytes, 18000 apart */
         transpose_case(47, 44700, 2),  /* 47 src rows: the cached tiles */
     };
     static const size_t offs[] = {0, 0, 2, 16, 0, 6, 3, 62};

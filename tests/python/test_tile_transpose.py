@@ -12,9 +12,9 @@ set: the path is chosen once, at import.  A path this CPU lacks runs the
 best one it has, which the child reports.  uint8 sources above the
 threshold also start off their cache lines (1, 16 as NumPy's large arrays
 do, and 37 bytes past one).  Copies of exactly 4 MiB into a dst off its
-lines stream the columns after its first line, as larger ones do.  Dense
-destination rows shorter than 256 bytes and off their lines, from 48 source
-rows up, are built whole in L1 and streamed out a batch at a time.
+lines stream the columns after its first line, as larger ones do.
+Destination rows shorter than 256 bytes and off their lines, from 48 source
+rows up, are built whole in L1 and streamed out.
 """
 from __future__ import annotations
 
@@ -101,12 +101,13 @@ def run():
               # float16 (and float32 / float64 below AVX-512) with dst rows off
               # their lines: the same runs built in L1 by the cached tile
               ((1501, 1503), np.float16, None), ((1100, 2500), np.float16, None),
-              # dense dst rows of 48-127 elements, shorter than a run and off
-              # their lines: whole rows built in L1, streamed out as one block
-              # (plan.c's PL_RUNS_MIN_SRC_ROWS); 47 rows keep the cached tiles
+              # dst rows of 48-127 elements, shorter than a run and off their
+              # lines: whole rows built in L1, streamed out as one block where
+              # dense, one by one where apart (plan.c's PL_RUNS_MIN_SRC_ROWS);
+              # 47 rows keep the cached tiles
               ((100, 21011), np.float16, None), ((127, 16600), np.float16, None),
               ((50, 21000), np.float32, None), ((60, 210, 170), np.float16, (1, 2, 0)),
-              ((47, 44700), np.float16, None),
+              ((47, 44700), np.float16, None), ((60, 100, 360), np.float16, (2, 1, 0)),
               # float32 / float64 with dst rows whole lines stream from 8 MiB
               # (plan.c's PL_STREAM_MIN_WIDE_BYTES); under it they stay cached
               ((1440, 1488), np.float32, None), ((1064, 1000), np.float64, None),
