@@ -129,7 +129,15 @@
  * GB/s, median of 21), before (memcpy per row, no prefetch) / after, 1 and
  * 2 threads: (64,64,64,64) uint8 by (0,2,1,3) 10.4 / 23.3, 44.7 / 62.3;
  * float32 (4,12,2048,64) 16.3 / 19.9, 40.5 / 48.5; float16 (8,32,512,128)
- * 16.5 / 19.3, 37.6 / 42.5; float32 (8,16,1024,64) 15.7 / 17.4, 35.1 / 40.3. */
+ * 16.5 / 19.3, 37.6 / 42.5; float32 (8,16,1024,64) 15.7 / 17.4, 35.1 / 40.3.
+ * Only copies past a quarter of the L3 (pl_stream_min_wide_bytes), whose
+ * rows come from memory, prefetch: from the caches the prefetches cost
+ * more than they saved.  Zen 5 dev VM, torch tensors, copy_into, best of
+ * 7, GB/s, three rounds of fresh processes alternating (a throwaway
+ * switch), prefetched / not: uint8 (128,32,32,3) by (1,0,2,3) (393 KB,
+ * rows of 96 bytes) 30.7-33.2 / 40.5-41.9 at 1 thread, 48.1-49.4 /
+ * 58.3-60.2 at 2 (torch 44-48); uint8 (32,128,12,64) by (0,2,1,3) (3 MB)
+ * 33.5-35.4 / 33.6-38.1 and 52.4-53.6 / 54.3-58.3. */
 #define PL_AHEAD_ROW_BYTES 512
 #define PL_ROWS_AHEAD_BYTES ((int64_t)16 * 1024)
 
@@ -1952,13 +1960,13 @@ static void pl_keep_src_lines_hot(pl_plan *p, int nl)
  * hardware does not (_pylayout_prefetch_rows).  Buffered transposes also
  * prefetch the end of a dst block PL_DST_AHEAD_UNITS units ahead, on
  * every CPU.  Row units read ahead as PL_ROWS_AHEAD_BYTES says. */
-static void pl_choose_prefetch(pl_plan *p, int nl)
+static void pl_choose_prefetch(pl_plan *p, int nl, int64_t total_bytes)
 {
     if (p->kind == PL_ROWS && p->stream_out != NULL)
         return; /* streamed rows (pl_rows_stream) */
     const int64_t row_bytes = p->na * (int64_t)p->itemsize, unit_bytes = p->ta * p->tb * (int64_t)p->itemsize;
     const bool rows = p->kind == PL_ROWS && row_bytes >= PL_LINE_BYTES && row_bytes <= PL_AHEAD_ROW_BYTES &&
-                      unit_bytes <= PL_ROWS_AHEAD_BYTES;
+                      unit_bytes <= PL_ROWS_AHEAD_BYTES && total_bytes >= pl_stream_min_wide_bytes();
     if (p->stream_out == NULL && !rows)
         return;
     for (int c = nl - 1; c >= 0; c--) {
@@ -1977,7 +1985,7 @@ static void pl_choose_prefetch(pl_plan *p, int nl)
 /* The loop nest: every canonical dim but a and b in dst order, then the
  * tile indices of b and a. */
 static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int a,
-                           int b)
+                           int b, int64_t total_bytes)
 {
     int nl = 0;
     for (int k = 0; k < n; k++) {
@@ -1999,7 +2007,7 @@ static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_
     p->dstep[nl] = p->ta * p->dsa;
     nl++;
     p->nloop = nl;
-    pl_choose_prefetch(p, nl);
+    pl_choose_prefetch(p, nl, total_bytes);
 }
 
 /* ----------------------------------------------------------------- blocks */
@@ -2110,7 +2118,7 @@ static bool pl_copy_blocks(const _pylayout_kernels *k, int q, const int64_t *sha
     const int64_t unit = nt > 1 ? pl_max(1, pl_chunk_bytes(total_bytes, nt) / S) : INT64_MAX;
     p.ta = pl_min(p.na, unit);
     p.tb = pl_min(p.nb, pl_max(1, unit / p.ta));
-    pl_build_loops(&p, q, shape, ss, ds, a, b);
+    pl_build_loops(&p, q, shape, ss, ds, a, b, total_bytes);
     p.pf_dist = 0; /* dense rows: the hardware's prefetchers follow them */
     /* Past a third of the L3 (src and dst two thirds of it), through a
      * buffer and streamed: pieces of as many blocks as make whole lines
@@ -2313,7 +2321,7 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
         cds[m] = ds[q];
         m++;
     }
-    pl_build_loops(&p, m, cs, css, cds, a2, b2);
+    pl_build_loops(&p, m, cs, css, cds, a2, b2, total_bytes);
     if (k->stream_copy != NULL && total_bytes >= pl_stream_min_wide_bytes()) {
         p.stream_out = k->stream_copy;
         p.fence = k->fence;
@@ -2452,7 +2460,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
             return;
         }
     }
-    pl_build_loops(&p, n, shape, ss, ds, a, b);
+    pl_build_loops(&p, n, shape, ss, ds, a, b, total_bytes);
     p.backward = p.tile_back != NULL && pl_repeats(&p, total_bytes);
     pl_run(&p, total_bytes, nt);
 }
