@@ -477,6 +477,16 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"attention heads {shp} {str(dt)[6:]} by (0, 2, 1, 3)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(0, 2, 1, 3),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # permutes that keep the last dim, 0.4-3 MB, source and result in cache:
+    # rows of 64-392 bytes, each unit's rows through the row kernel
+    # (rows_x86.c, plan.c's PL_ROWS_KERNEL_MAX_BYTES)
+    for rshp, rdt, rorder in (((max(1, 32 // s), 128, 12, 64), torch.uint8, (0, 2, 1, 3)),
+                              ((4096 // s, 8, 8, 4), torch.float16, (1, 0, 2, 3)),
+                              ((max(1, 16 // s), 512, 7, 7), torch.float64, (1, 0, 2, 3)),
+                              ((128 // s, 32, 32, 3), torch.uint8, (1, 0, 2, 3))):
+        cases.append(Case(f"rows in cache {rshp} {str(rdt)[6:]} by {rorder}",
+                          lambda shp=rshp, dt=rdt, order=rorder: torch.randn(*shp).to(dt).permute(*order),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # element groups: a contiguous innermost dim of 2-16 bytes moved as one
     # element (plan.c): complex pairs and RGBA pixels transposed
     m = 2048 // s

@@ -142,6 +142,11 @@ typedef bool (*_pylayout_block_perm_fn)(_pylayout_block_perm *t, int64_t S, int6
  * shuffles do not take. */
 bool _pylayout_block_perm_moves(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm);
 
+/* Rows of n bytes: for r < rows, the n bytes at src + r * ssb go to
+ * dst + r * dsb (strides in bytes, src and dst apart).  The units of a copy
+ * whose innermost dim is unit-stride in both (plan.c's PL_ROWS). */
+typedef void (*_pylayout_rows_fn)(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+
 /* Copies n bytes from an L1-resident buffer to dst, whole 64-byte lines of
  * dst with streaming stores (the edges with ordinary ones). */
 typedef void (*_pylayout_stream_copy_fn)(char *dst, const char *src, int64_t n);
@@ -258,6 +263,8 @@ typedef struct _pylayout_kernels {
     _pylayout_reverse_groups_fn reverse_groups;
     /* The same with streaming stores, for copies beyond the caches. */
     _pylayout_gather2_fn gather2_stream[PL_NSIZES];
+    /* Rows copied with cached stores; NULL: inline moves or memcpy. */
+    _pylayout_rows_fn rows;
     /* Buffer-to-memory streaming copy. */
     _pylayout_stream_copy_fn stream_copy;
     /* Transposes of groups of 32 bytes or more, streaming. */
@@ -342,6 +349,10 @@ void _pylayout_reverse16_avx2(const char *src, char *dst, int64_t n);
 /* Groups of g / size elements, each reversed, packed in src and dst (g <= 16):
  * BGR pixels to RGB.  src is the first group's lowest byte. */
 void _pylayout_reverse_groups_avx2(const char *src, char *dst, int64_t ngroups, int64_t g, int64_t size);
+
+/* rows_x86.c: rows copied in 32- and 64-byte moves. */
+void _pylayout_rows_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_rows_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
 
 /* interleave_x86.c: thin transposes with SSE2 (2 and 4 planes) and AVX2
  * (byte shuffles, every P). */

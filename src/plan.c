@@ -118,6 +118,27 @@
  * faster from 128 bytes on (rows of 400 and 512 bytes: 0.63-0.74x inline). */
 #define PL_SMALL_ROW_BYTES 64
 
+/* Rows (PL_ROWS units) up to this long go through the SIMD path's row
+ * kernel (rows_x86.c: 64-byte moves on AVX-512, 32 on AVX2, the last
+ * ending at the row's end), one call a unit; longer ones through memcpy,
+ * whose unrolled loops were faster from 16 KiB (2 MiB of rows of 16 KiB
+ * and more, 1 thread: 48-54 GB/s against memcpy's 57-59).  Each row went
+ * through the inline moves above or a memcpy call, behind torch's copy in
+ * cache.  On the 2-core Zen 5 dev VM, copy_into of torch tensors, best of
+ * 7, 1 thread, two rounds of fresh processes alternating (a throwaway
+ * switch), GB/s before / after (torch): uint8 (32,128,12,64) by (0,2,1,3)
+ * (3 MB, 64-byte rows) 34.6-36.7 / 49.1-52.7 (43-50); float16
+ * (4096,8,8,4) by (1,0,2,3) 35.2-37.6 / 46.5-49.1 (47-53); float64
+ * (16,512,7,7) by (1,0,2,3) (392-byte rows) 37.9-43.5 / 49.4-50.0 (42-49);
+ * uint8 (128,32,32,3) by (1,0,2,3) 35.9-37.7 / 47.5-49.9 (44-49); uint8
+ * (64,64,64,64) by (0,2,1,3) (16 MB, rows prefetched) 35.6-36.2 /
+ * 45.9-47.9 (13-14).  (A, B, n) by (1,0,2), 256 KiB: n = 512 52-60 /
+ * 57-67, 1024 50-53 / 61-71, 4096 63-69 / 67-80; 2 MiB level or better
+ * (47-54 / 48-55).  AVX2 (PYLAYOUT_SIMD=avx2): the four above 35-41 /
+ * 43-50, 256 KiB rows of 512-1024 bytes 49-54 / 57-69, of 4-8 KiB
+ * 58-68 / 62-70 and at 2 MiB 51-56 / 50-52. */
+#define PL_ROWS_KERNEL_MAX_BYTES 4096
+
 /* Units of rows a line to PL_AHEAD_ROW_BYTES long, at most
  * PL_ROWS_AHEAD_BYTES in all, prefetch the src rows of the unit about that
  * many bytes ahead in the innermost loop that runs more than once: such a
@@ -242,6 +263,7 @@ typedef struct pl_plan {
     int64_t pf_dst;                       /* stream_out transposes: dst bytes ahead of the next block, or 0 */
     bool stream_runs;                     /* stream_out transposes: each dst row's run streamed on its own */
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
+    _pylayout_rows_fn rows;               /* ROWS up to PL_ROWS_KERNEL_MAX_BYTES: the path's row kernel, or NULL */
     _pylayout_group_stream_fn group_stream; /* TRANSPOSE of groups (itemsize > 16) */
     int64_t planes;                       /* TRANSPOSE of groups of this many elements: pl_run_planes */
     int64_t ssq, dsq;                     /* planes: the group's element step in src / dst, when not itemsize/planes */
@@ -653,27 +675,32 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             p->gg.run(s, d, nb, &p->gg);
             return;
         }
-        if (p->small_rows || p->pf_dist != 0) {
-            const int64_t n = na * (int64_t)p->itemsize;
+        const int64_t n = na * (int64_t)p->itemsize;
+        if (p->pf_dist != 0) {
             for (int64_t j = 0; j < nb; j++) {
                 const char *row = s + j * p->ssb;
-                if (p->pf_dist != 0) /* a prefetch never faults: past the tensor it is only wasted */
-                    for (int64_t o = 0; o < n; o += PL_LINE_BYTES)
-                        __builtin_prefetch(row + p->pf_dist + o);
-                if (p->small_rows)
+                /* a prefetch never faults: past the tensor it is only wasted */
+                for (int64_t o = 0; o < n; o += PL_LINE_BYTES)
+                    __builtin_prefetch(row + p->pf_dist + o);
+                if (p->rows != NULL)
+                    p->rows(row, 0, d + j * p->dsb, 0, n, 1);
+                else if (p->small_rows)
                     pl_copy_small_row(d + j * p->dsb, row, n);
                 else
                     memcpy(d + j * p->dsb, row, (size_t)n);
             }
-            return;
-        }
-        if (p->stream_out != NULL) {
+        } else if (p->rows != NULL) {
+            p->rows(s, p->ssb, d, p->dsb, n, nb);
+        } else if (p->small_rows) {
             for (int64_t j = 0; j < nb; j++)
-                p->stream_out(d + j * p->dsb, s + j * p->ssb, na * (int64_t)p->itemsize);
-            return;
+                pl_copy_small_row(d + j * p->dsb, s + j * p->ssb, n);
+        } else if (p->stream_out != NULL) {
+            for (int64_t j = 0; j < nb; j++)
+                p->stream_out(d + j * p->dsb, s + j * p->ssb, n);
+        } else {
+            for (int64_t j = 0; j < nb; j++)
+                memcpy(d + j * p->dsb, s + j * p->ssb, (size_t)n);
         }
-        for (int64_t j = 0; j < nb; j++)
-            memcpy(d + j * p->dsb, s + j * p->ssb, (size_t)na * p->itemsize);
         return;
     case PL_TRANSPOSE:
         if (p->planes != 0) {
@@ -1919,6 +1946,9 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
         p->stream_out = k->stream_copy;
         p->fence = k->fence;
     }
+    if (p->kind == PL_ROWS && !p->grouped && !p->staged && p->stream_out == NULL &&
+        p->ta * is <= PL_ROWS_KERNEL_MAX_BYTES)
+        p->rows = k->rows;
 }
 
 /* ------------------------------------------------------- build the loops */

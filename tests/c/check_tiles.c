@@ -3,7 +3,8 @@
  * pylayout_copy: 1-, 4- and 8-byte 2-D transposes (the AVX-512, AVX2, SSE2
  * and portable tiles, cached and streaming) and 4-byte permutes with thin,
  * ragged tiles like (27,28,28,28,28).permute(2,3,1,4,0), and transposes
- * into dense dst rows that start before a line (the wrapped tiles).
+ * into dense dst rows that start before a line (the wrapped tiles); and
+ * row copies, permutes that keep the last dim (the row kernels).
  *
  * Every copy is compared with a naive reference; the destination sits at
  * a byte offset off its cache lines (or on one) inside a buffer whose
@@ -470,6 +471,45 @@ START_TEST(test_short_rows_streaming)
 }
 END_TEST
 
+/* Row copies: permutes that keep the last dim, (A, B, n) by (1, 0, 2), whose
+ * units copy rows of n elements (plan.c's PL_ROWS, the SIMD paths' row
+ * kernels in rows_x86.c up to 4 KiB a row, memcpy past it).  Rows of 33 to
+ * 4097 bytes around every vector width (one or two overlapping moves, a
+ * loop and its last move ending at the row's end), from 1-, 2- and 4-byte
+ * elements; src and dst off their lines.  The 8.7 MB copy's rows of 64
+ * bytes prefetch their src (units of 8.7 KB, past a quarter of the L3 on
+ * most machines). */
+START_TEST(test_row_copies)
+{
+    static const int swap[3] = {1, 0, 2};
+    static const int64_t shapes[][3] = {
+        {5, 7, 33}, {9, 4, 47}, {6, 5, 63}, {7, 9, 64}, {5, 6, 65}, {4, 11, 96}, {3, 5, 127}, {6, 4, 128},
+        {5, 3, 129}, {4, 7, 200}, {3, 4, 392}, {2, 5, 1000}, {3, 2, 4095}, {2, 3, 4096}, {3, 2, 4097},
+        {2, 2, 9000},
+    };
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+    copy_case cases[3 * NSHAPES];
+    int nc = 0;
+    for (int i = 0; i < NSHAPES; i++)
+        cases[nc++] = permute_case(3, shapes[i], swap, 1);
+    static const int64_t wide2[][3] = {{6, 5, 17}, {5, 9, 32}, {4, 6, 49}, {3, 3, 1030}};
+    static const int64_t wide4[][3] = {{7, 3, 9}, {5, 6, 25}, {4, 4, 98}, {3, 2, 1025}};
+    for (int i = 0; i < 4; i++) {
+        cases[nc++] = permute_case(3, wide2[i], swap, 2);
+        cases[nc++] = permute_case(3, wide4[i], swap, 4);
+    }
+    static const size_t offs[] = {0, 0, 1, 3, 17, 40, 63, 5};
+    case_set set = {cases, nc, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+
+    static const int64_t far[3] = {136, 1000, 64}; /* 8.7 MB */
+    const copy_case big = permute_case(3, far, swap, 1);
+    static const size_t big_offs[] = {0, 0, 5, 17};
+    case_set bigset = {&big, 1, big_offs, 2};
+    at_1_and_2_threads(run_set, &bigset);
+}
+END_TEST
+
 /* Transposes of groups above PL_STREAM_MIN_BYTES: a last dim contiguous in
  * both, of 32 bytes or more and a multiple of 16, whose rows lie far apart
  * in src (plan.c's pl_group_streams, the group_stream kernels): groups of
@@ -655,6 +695,7 @@ static Suite *tiles_suite(void)
         TCASE("f64", TEST(test_f64_streaming)),
         TCASE("f16", TEST(test_f16_streaming_off_lines)),
         TCASE("short_rows", TEST(test_short_rows_streaming)),
+        TCASE("rows", TEST(test_row_copies)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes)),
     };

@@ -1,0 +1,80 @@
+"""Row copies, bit-exact against NumPy and torch.
+
+A permute that keeps the last dim last, (B, H, S, D) -> (B, S, H, D), or
+(A, B, n) by (1, 0, 2), copies whole rows of the last dim: each unit is a
+run of rows, copied by the SIMD path's row kernel (src/rows_x86.c, up to 4
+KiB a row; plan.c's PL_ROWS) or, past that and on the paths without one,
+by memcpy and inline moves.  Checked on rows of 33 to 9000 bytes around
+every vector width (two overlapping moves, a loop whose last move ends at
+the row's end), every element size, sources and destinations off their
+cache lines and off their element alignment, guard bytes around every
+destination, 1 and 2 threads, and a 9 MB copy whose rows prefetch their
+source.  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD set;
+a path this CPU lacks runs the best one it has, which the child reports.
+The C suite (tests/c/check_tiles.c, tcase "rows") checks the same kernels
+on every path, under valgrind and the sanitizers too.
+"""
+from __future__ import annotations
+
+import pytest
+
+import pylayout as pl
+from _gather_checks import COMMON
+from _simd_children import PATHS, expected_path, run_child
+
+CHILD_TIMEOUT = 600
+
+# Runs in the child with `pl` and `oracle` defined (and torch imported for it).
+CHECKS = COMMON + r"""
+ROW_BYTES = (33, 47, 63, 64, 65, 96, 127, 128, 129, 200, 255, 392, 1000, 4095, 4096, 4097, 9000)
+
+def run():
+    cases = 0
+    for threads in (1, 2):
+        pl.set_num_threads(threads)
+        for dtype in (np.uint8, np.float16, np.float32, np.float64, np.complex128):
+            isz = np.dtype(dtype).itemsize
+            for row in ROW_BYTES:
+                n = max(1, row // isz)
+                for a, b in ((3, 5), (7, 2)):
+                    for off in (0, isz, 16 + isz // 2, 63):
+                        if off % isz and oracle == "torch":
+                            continue
+                        x = source(a * b * n, dtype, row + a + off, off).reshape(a, b, n)
+                        check(x.transpose(1, 0, 2))
+                        cases += 1
+            # (B, H, S, D) -> (B, S, H, D), the attention permute
+            x = source(2 * 3 * 20 * 40, dtype, 7, isz).reshape(2, 3, 20, 40)
+            check(x.transpose(0, 2, 1, 3))
+            cases += 1
+        # 9 MB of 64-byte rows in units of 9 KB: each row's source prefetched
+        x = source(144 * 1000 * 64, np.uint8, 3, 5).reshape(144, 1000, 64)
+        check(x.transpose(1, 0, 2))
+        cases += 1
+    print("simd=" + pl.info()["simd"], "cases", cases)
+
+run()
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_row_copies_match_numpy(np, path):
+    out = run_child(CHECKS, path, "numpy", CHILD_TIMEOUT)
+    assert f"simd={expected_path(path)} " in out, out
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_row_copies_match_torch(np, torch, path):
+    out = run_child(CHECKS, path, "torch", CHILD_TIMEOUT)
+    assert f"simd={expected_path(path)} " in out, out
+
+
+def test_attention_permute_is_a_torch_copy(torch):
+    """(B, H, S, D) -> (B, S, H, D) of a torch tensor into a preallocated
+    one: equal to torch's own copy, and its version counter bumped."""
+    x = torch.randn(2, 8, 64, 40).permute(0, 2, 1, 3)
+    d = torch.empty(x.shape)
+    v = d._version
+    pl.copy_into(d, x)
+    assert torch.equal(d, x)
+    assert d._version > v
