@@ -2360,6 +2360,29 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
     return true;
 }
 
+/* Whether the canonical copy's innermost dim, contiguous in both tensors,
+ * is g = 6 or 12 bytes of elements narrower than g / 3, and the copy a
+ * transpose of such groups whose 3-element groups of g / 3 bytes this path
+ * transposes in registers (the tile3 kernels).  Those take the copy as 3
+ * elements of g / 3 bytes: groups of 6 uint8 as 3 of 2 bytes, 12 uint8 or
+ * 6 float16 as 3 of 4.  As narrow elements they went through planes of 6
+ * or 12 (PL_THIN_MAX_P and under) or tiles of 12-byte rows.  On the 2-core
+ * Zen 5 dev VM, (a, a, g) uint8 by (1, 0, 2), copy_into of torch tensors,
+ * 1 thread, GB/s, as g uint8 / as 3 wider elements: 2 MB g = 6 6.1 / 39.5,
+ * g = 12 14.5 / 49.4; 24 MB g = 6 5.5 / 9.5, g = 12 5.6 / 11.1 (AVX2: 6.0
+ * / 22.4, 15.2 / 26.8, 5.1 / 8.1, 4.2 / 9.0).  Not where the path has no
+ * tile3 (SSE2 and portable: g = 12 in cache 12.1-12.4 / 5.1-8.1), nor for
+ * g = 24 as 3 of 8 bytes (no tile3 for them: 28.7 / 18.0 in cache). */
+static bool pl_three_wider(const _pylayout_kernels *k, int n, const int64_t *ss, const int64_t *ds, int64_t is,
+                           int64_t g)
+{
+    if (n < 2 || (g != 6 && g != 12) || is >= g / 3 || ss[n - 1] != is || ds[n - 1] != is ||
+        k->tile3[_pl_size_index((size_t)(g / 3))] == NULL)
+        return false;
+    int b;
+    return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE;
+}
+
 /* ----------------------------------------------------------------- driver */
 
 /* _pylayout_copy_canonical, with the size that decides whether a transpose
@@ -2407,6 +2430,22 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         return;
     }
     const _pylayout_kernels *k = _pylayout_kernels_get();
+    /* One of 6 or 12 bytes transposed as a group is three elements of 2 or
+     * 4 bytes, where the path transposes 3-element groups in registers
+     * (tile3): 6-channel uint8 pixels, 12-channel uint8 or 6-channel
+     * float16 ones, (N, M, 6) by (1, 0, 2).  As 6 or 12 narrow elements
+     * they went through planes or tiles of a few bytes: see
+     * pl_three_wider. */
+    if (pg == NULL && pl_three_wider(k, n, ss, ds, is, group)) {
+        int64_t ss3[PYLAYOUT_MAX_NDIM], ds3[PYLAYOUT_MAX_NDIM], shape3[PYLAYOUT_MAX_NDIM];
+        memcpy(shape3, shape, (size_t)n * sizeof *shape3);
+        memcpy(ss3, ss, (size_t)n * sizeof *ss3);
+        memcpy(ds3, ds, (size_t)n * sizeof *ds3);
+        shape3[n - 1] = 3;
+        ss3[n - 1] = ds3[n - 1] = group / 3;
+        pl_copy_canonical(n, shape3, ss3, ds3, (size_t)(group / 3), src, dst, nthreads, par_min, stream_bytes, NULL);
+        return;
+    }
     if (pg == NULL && k->block_perm != NULL && pl_blocks(k, n, shape, ss, ds, is, src, dst, total_bytes, nt))
         return;
     /* Longer ones are one element where that makes the copy a streamed

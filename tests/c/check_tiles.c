@@ -540,14 +540,15 @@ END_TEST
  * unit unzipped into planes, the planes transposed, zipped again; or, for
  * groups of 3 elements of 1, 2 or 4 bytes on AVX-512 and AVX2, in
  * registers (the tile3 kernels, in blocks of 16 / 8 / 4 pixels, or 8 / 4 /
- * 2).  Sides that end mid-unit and mid-block, sides shorter than a block
+ * 2), which also take groups of 6 or 12 bytes of narrower elements as 3
+ * wider ones there (plan.c's pl_three_wider: 6 and 12 uint8, 6 int16).  Sides that end mid-unit and mid-block, sides shorter than a block
  * (9 and 11 against AVX-512's 16 uint8 pixels; 129, a last unit 1 pixel
  * wide: the tile3 kernels' pixel by pixel fallback), under and over the
  * streaming threshold, src and dst off their lines. */
 START_TEST(test_plane_groups)
 {
     static const int swap[3] = {1, 0, 2};
-    copy_case cases[4 * 4 * 2 + 4 * 2 + 2];
+    copy_case cases[4 * 4 * 2 + 4 * 2 + 5];
     int n = 0;
     const int64_t P[] = {3, 5, 6, 7};
     for (size_t e = 1; e <= 8; e *= 2) {
@@ -563,6 +564,10 @@ START_TEST(test_plane_groups)
     static const int64_t big1[3] = {1081, 1301, 3}, big4[3] = {700, 517, 3};
     cases[n++] = permute_case(3, big1, swap, 1);
     cases[n++] = permute_case(3, big4, swap, 4);
+    static const int64_t u8_12[3] = {41, 129, 12}, u8_12_big[3] = {700, 517, 12}, u8_6_big[3] = {1081, 651, 6};
+    cases[n++] = permute_case(3, u8_12, swap, 1);
+    cases[n++] = permute_case(3, u8_12_big, swap, 1);
+    cases[n++] = permute_case(3, u8_6_big, swap, 1);
     static const size_t offs[] = {0, 0, 1, 3, 16, 5, 7, 64};
     case_set set = {cases, n, offs, 4};
     at_1_and_2_threads(run_set, &set);

@@ -429,7 +429,9 @@ def test_group_transposes_on_every_simd_path(path):
 # 5-7; each unit unzipped into planes, the planes transposed, zipped again,
 # or on AVX-512 and AVX2 groups of 3 of 1-4 bytes in registers (copy_x86.c's
 # tile3 kernels; sides of 9 and 11 pixels are shorter than AVX-512's uint8
-# blocks, 129 leaves a last unit 1 pixel wide).  Against NumPy and torch,
+# blocks, 129 leaves a last unit 1 pixel wide), which there also take groups
+# of 6 or 12 bytes as 3 wider elements (plan.c's pl_three_wider: 6 and 12
+# uint8, 6 int16).  Against NumPy and torch,
 # small and over 4 MiB, src off by an element, dst on and off its lines, 1
 # and 2 threads, every SIMD path.
 PLANE_GROUPS_CHILD = r"""
@@ -438,7 +440,7 @@ checked = 0
 for threads in (1, 2):
     pl.set_num_threads(threads)
     for dtype, k in ((np.uint8, 3), (np.float16, 3), (np.float32, 3), (np.float64, 3), (np.uint8, 7),
-                     (np.float32, 5), (np.int16, 6)):
+                     (np.float32, 5), (np.int16, 6), (np.uint8, 6), (np.uint8, 12)):
         isz = np.dtype(dtype).itemsize
         for h, w in ((37, 45), (9, 140), (129, 11), (1100, 4_400_000 // (1100 * k * isz) + 1)):
             numel = h * w * k
@@ -452,7 +454,7 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_plane_group_transposes_on_every_simd_path(path):
-    _check_in_simd_child(PLANE_GROUPS_CHILD, path, 224)
+    _check_in_simd_child(PLANE_GROUPS_CHILD, path, 288)
 
 
 # uint8 images of 9-15 channels between NHWC and NCHW: more planes than the
