@@ -4,9 +4,9 @@ A permute that keeps the last dim last, (B, H, S, D) -> (B, S, H, D), or
 (A, B, n) by (1, 0, 2), copies whole rows of the last dim: each unit is a
 run of rows, copied by the SIMD path's row kernel (src/rows_x86.c, up to 4
 KiB a row; plan.c's PL_ROWS) or, past that and on the paths without one,
-by memcpy and inline moves.  Checked on rows of 33 to 9000 bytes around
-every vector width (two overlapping moves, a loop whose last move ends at
-the row's end), every element size, sources and destinations off their
+by memcpy and inline moves.  Checked on rows of 3 to 9000 bytes around
+every move width (two overlapping moves of 2 to 32 bytes, a loop whose last
+move ends at the row's end), units too short for a group gather, every element size, sources and destinations off their
 cache lines and off their element alignment, guard bytes around every
 destination, 1 and 2 threads, and a 9 MB copy whose rows prefetch their
 source.  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD set;
@@ -26,7 +26,8 @@ CHILD_TIMEOUT = 600
 
 # Runs in the child with `pl` and `oracle` defined (and torch imported for it).
 CHECKS = COMMON + r"""
-ROW_BYTES = (33, 47, 63, 64, 65, 96, 127, 128, 129, 200, 255, 392, 1000, 4095, 4096, 4097, 9000)
+ROW_BYTES = (3, 5, 7, 13, 21, 31, 33, 47, 63, 64, 65, 96, 127, 128, 129, 200, 255, 392, 1000, 4095, 4096, 4097,
+             9000)
 
 def run():
     cases = 0
