@@ -528,6 +528,12 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"RGB image transposed ({m}, {m}, 3) {str(dt)[6:]} by (1, 0, 2)",
                           lambda m=m, dt=dt: torch.randn(m, m, 3).to(dt).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # groups of 6 and 12 bytes of narrower elements: 3 elements of 2 or 4
+    # bytes in registers (plan.c's pl_three_wider)
+    for c in (6, 12):
+        cases.append(Case(f"{c}-channel pixels transposed ({m // 2}, {m // 2}, {c}) uint8 by (1, 0, 2)",
+                          lambda m=m, c=c: torch.randn(m // 2, m // 2, c).to(torch.uint8).permute(1, 0, 2),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     h, w = 1080 // s, 1920 // s
     cases.append(Case(f"RGB image transposed ({h}, {w}, 3) uint8 by (1, 0, 2)",
                       lambda h=h, w=w: torch.randn(h, w, 3).to(torch.uint8).permute(1, 0, 2),
