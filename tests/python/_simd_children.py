@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 PATHS = ["scalar", "sse2", "avx2", "avx512"]
+ORACLES = ["numpy", "torch"]
 
 
 def run_child(checks: str, path: str, oracle: str, timeout: float) -> str:
@@ -42,3 +43,16 @@ def expected_path(path: str) -> str:
     if best not in PATHS:
         return "scalar" if path == "scalar" else best
     return path if PATHS.index(path) <= PATHS.index(best) else best
+
+
+def check_against(checks: str, path: str, oracle: str, timeout: float, request: pytest.FixtureRequest) -> str:
+    """Runs `checks` in a child under PYLAYOUT_SIMD=path against `oracle`
+    ("numpy" or "torch"; skipped, with the np and torch fixtures' reasons,
+    where a library it needs is missing), asserts that the child ran the
+    path expected_path gives, and returns its stdout."""
+    request.getfixturevalue("np")
+    if oracle == "torch":
+        request.getfixturevalue("torch")
+    out = run_child(checks, path, oracle, timeout)
+    assert f"simd={expected_path(path)} " in out, out
+    return out

@@ -24,7 +24,7 @@ import pytest
 
 import pylayout as pl
 from _gather_checks import COMMON
-from _simd_children import PATHS, expected_path, run_child
+from _simd_children import ORACLES, PATHS, check_against
 
 CHILD_TIMEOUT = 600
 
@@ -68,16 +68,10 @@ run()
 """
 
 
+@pytest.mark.parametrize("oracle", ORACLES)
 @pytest.mark.parametrize("path", PATHS)
-def test_fused_transposes_match_numpy(np, path):
-    out = run_child(CHECKS, path, "numpy", CHILD_TIMEOUT)
-    assert f"simd={expected_path(path)} " in out, out
-
-
-@pytest.mark.parametrize("path", PATHS)
-def test_fused_transposes_match_torch(np, torch, path):
-    out = run_child(CHECKS, path, "torch", CHILD_TIMEOUT)
-    assert f"simd={expected_path(path)} " in out, out
+def test_fused_transposes_match_numpy_and_torch(path, oracle, request):
+    check_against(CHECKS, path, oracle, CHILD_TIMEOUT, request)
 
 
 def test_fortran_order_of_small_dims(np, torch):

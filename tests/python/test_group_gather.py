@@ -31,7 +31,7 @@ import pytest
 
 import pylayout as pl
 from _gather_checks import COMMON
-from _simd_children import PATHS, expected_path, run_child
+from _simd_children import ORACLES, PATHS, check_against
 
 CHILD_TIMEOUT = 600
 
@@ -220,16 +220,10 @@ run()
 """
 
 
+@pytest.mark.parametrize("oracle", ORACLES)
 @pytest.mark.parametrize("path", PATHS)
-def test_group_gathers_match_numpy(np, path):
-    out = run_child(CHECKS, path, "numpy", CHILD_TIMEOUT)
-    assert f"simd={expected_path(path)} " in out, out
-
-
-@pytest.mark.parametrize("path", PATHS)
-def test_group_gathers_match_torch(np, torch, path):
-    out = run_child(CHECKS, path, "torch", CHILD_TIMEOUT)
-    assert f"simd={expected_path(path)} " in out, out
+def test_group_gathers_match_numpy_and_torch(path, oracle, request):
+    check_against(CHECKS, path, oracle, CHILD_TIMEOUT, request)
 
 
 def test_rgba_to_rgb_and_point_xyz(np, torch):

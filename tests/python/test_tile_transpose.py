@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from _simd_children import PATHS, expected_path, run_child
+from _simd_children import ORACLES, PATHS, check_against
 
 CHILD_TIMEOUT = 600
 
@@ -145,13 +145,7 @@ run()
 """
 
 
+@pytest.mark.parametrize("oracle", ORACLES)
 @pytest.mark.parametrize("path", PATHS)
-def test_tiles_match_numpy(np, path):
-    out = run_child(CHECKS, path, "numpy", CHILD_TIMEOUT)
-    assert f"simd={expected_path(path)} " in out, out
-
-
-@pytest.mark.parametrize("path", PATHS)
-def test_tiles_match_torch(np, torch, path):
-    out = run_child(CHECKS, path, "torch", CHILD_TIMEOUT)
-    assert f"simd={expected_path(path)} " in out, out
+def test_tiles_match_numpy_and_torch(path, oracle, request):
+    check_against(CHECKS, path, oracle, CHILD_TIMEOUT, request)
