@@ -1083,15 +1083,16 @@ static int64_t pl_stream_min_wide_bytes(void)
  * 127-129, 1024 x 768 218-240 / 161). */
 #define PL_STREAM_MAX_CROWDED_CACHED_BYTES ((int64_t)2 * 1024 * 1024)
 
-/* The size from which plan p's transpose streams, on nt threads. */
-static int64_t pl_stream_min_bytes(const pl_plan *p, bool wide, bool crowded, int nt)
+/* The size from which a transpose of `is`-byte elements whose dst rows are
+ * dsb bytes apart streams, on nt threads. */
+static int64_t pl_stream_min_bytes(int64_t is, int64_t dsb, bool wide, bool crowded, int nt)
 {
     if (wide)
         return pl_stream_min_wide_bytes();
-    if ((p->itemsize == 4 || p->itemsize == 8) && crowded)
+    if ((is == 4 || is == 8) && crowded)
         return pl_min(PL_STREAM_MIN_BYTES, pl_max(1, nt) * PL_STREAM_MAX_CROWDED_CACHED_BYTES + 1);
-    if (p->itemsize <= 2 && crowded) {
-        const int64_t per = p->dsb % PL_PAGE_BYTES == 0 ? 1 : pl_max(1, nt);
+    if (is <= 2 && crowded) {
+        const int64_t per = dsb % PL_PAGE_BYTES == 0 ? 1 : pl_max(1, nt);
         return pl_min(PL_STREAM_MIN_BYTES, per * PL_STREAM_MIN_CROWDED_NARROW_BYTES);
     }
     return PL_STREAM_MIN_BYTES;
@@ -1280,7 +1281,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const int64_t head = (int64_t)((PL_LINE_BYTES - (uintptr_t)p->dst % PL_LINE_BYTES) % PL_LINE_BYTES);
     const bool crowded = p->ssa % PL_CROWDED_ROW_BYTES == 0 || p->dsb % PL_CROWDED_ROW_BYTES == 0;
     const bool wide = lines && (is == 4 || is == 8) && !crowded; /* see PL_STREAM_MIN_WIDE_BYTES */
-    const bool large = stream_bytes >= pl_stream_min_bytes(p, wide, crowded, nt); /* whole copy */
+    const bool large = stream_bytes >= pl_stream_min_bytes(is, p->dsb, wide, crowded, nt); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     /* the wrapped tiles: see PL_WRAP_MAX_ROW_BYTES */
     const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&
@@ -2249,16 +2250,80 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
 #define PL_FUSE_DST_RUN_BYTES 256
 #define PL_FUSE_SRC_RUN_BYTES 128
 
+/* Plain transposes whose dst rows are a multiple of a page apart, from the
+ * caches: the widths of ML matrices, a (1024, 128) float32 transposed into
+ * rows of 1024 floats, a (2048, 256) float16 into rows of 2048, a (4096,
+ * 128) uint8 into rows of 4096 bytes.  Every dst row then starts in the
+ * same L1 set, and a tile's block stores into 8 to 16 of those rows at a
+ * time: more lines of one set than its 12 ways hold while their stores
+ * wait, so they are evicted and read again.  A store test (/tmp harness,
+ * 64-byte stores into 128 rows 4 KiB apart, in L2) ran 9.5 GB/s one line
+ * per row in turn, 30-37 four lines a row or 16 rows a set, 115-135 eight
+ * lines of 8 rows (rows 4160 bytes apart: 130 every way); the tiles with
+ * the same rows 64 bytes further apart ran 2-4x faster.  Such a copy goes
+ * through the fused route's buffers instead: each unit transposed into an
+ * L1 buffer whose rows are dense, then copied out a dst run at a time
+ * (512 bytes a run, halved until the unit fits the buffers: 256 for 1- and
+ * 2-byte elements), units of 128 bytes of each src row (64 for bytes).
+ * Where the plain transpose keeps cached tiles (pl_stream_min_bytes); for
+ * 2-byte elements, whose crowded streamed tiles were as slow, up to a
+ * quarter of the L3.  Not where src rows are a page apart too (their
+ * gather crowds the same way), nor for 4-byte elements on SSE2 (its 4 x 4
+ * tiles were level or 10% ahead), nor 8-byte ones (8 x 8 blocks: level).
+ * Measured on the 2-core Zen 5 dev VM, src (R, C) read transposed into dst
+ * rows of R elements, pylayout_copy in a loop (/tmp C harness, a throwaway
+ * switch), best of a 0.3 s run, GB/s, tiles / fused, 1 thread:
+ *   AVX-512: float32 1024 x 128 24.1 / 38.8, 2048 x 128 23.4 / 34.9, 2048
+ *   x 256 (2 MiB) 21.9 / 33.9; float16 2048 x 128 24.0 / 30.3, 2048 x 512
+ *   (2 MiB, streamed) 13.7 / 20.0-21.5, 2048 x 1024 13.3 / 17.5, 4096 x
+ *   1024 13.4 / 16.4, but 8192 x 1024 (16 MiB) 12.8 / 11.5; uint8 4096 x
+ *   128 7.4 / 25.9, 4096 x 256 7.3 / 22.8;
+ *   2 threads: float32 1024 x 128 50.0 / 69.7, 2048 x 256 37.8 / 59.2;
+ *   float16 2048 x 128 32.2 / 55.2; uint8 4096 x 128 11.7 / 40.2, 4096 x
+ *   256 12.8 / 43.5;
+ *   src and dst 16 bytes into a line (NumPy's buffers): float32 1024 x 128
+ *   21.4 / 37.2, 2048 x 256 20.0 / 29.6; float16 2048 x 128 20.5 / 26.0;
+ *   uint8 4096 x 128 7.3 / 26.2;
+ *   AVX2: float32 1024 x 128 35.1 / 38.3, 2048 x 256 29.2 / 34.5; float16
+ *   level; uint8 7.4 / 26.3, 7.2 / 22.5; SSE2: float32 34.2 / 31.5, 28.4 /
+ *   25.3; float16 22.8 / 26.8; uint8 7.5 / 24.1, 7.4 / 20.8.
+ * Past the thresholds the streamed tiles win: uint8 4096 x 512 (2 MiB)
+ * 33.1 / 20.6, float32 2048 x 512 (4 MiB) 32.3 / 21.4.  A kernel storing
+ * 8 dst rows a block, whole lines, in passes of 8 lines (AVX-512 float32)
+ * ran as fast as the buffers: 38.3 at 1024 x 128, 29.7 at 2048 x 256. */
+#define PL_FUSE_CROWDED_DST_RUN_BYTES 512
+#define PL_FUSE_CROWDED_SRC_RUN_BYTES 128
+#define PL_FUSE_CROWDED_BYTE_SRC_RUN_BYTES 64
+
+/* Whether the plain transpose of dims b (src-innermost) and a (dst-
+ * innermost) is one whose dst rows crowd an L1 set (see
+ * PL_FUSE_CROWDED_DST_RUN_BYTES). */
+static bool pl_fuse_crowded_dst(const _pylayout_kernels *k, const int64_t *shape, const int64_t *ss,
+                                const int64_t *ds, int a, int b, int64_t is, int64_t stream_bytes, int nt)
+{
+    if (pl_abs(ds[b]) % PL_PAGE_BYTES != 0 || pl_abs(ss[a]) % PL_PAGE_BYTES == 0 ||
+        shape[a] * is < PL_FUSE_CROWDED_DST_RUN_BYTES || shape[b] * is < PL_LINE_BYTES)
+        return false;
+    switch (is) {
+    case 1: return stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
+    case 2: return stream_bytes < pl_stream_min_wide_bytes();
+    case 4:
+        return k->tile_wrap[PL_SIZE4] != NULL &&
+               stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
+    default: return false;
+    }
+}
+
 /* The copy as a fused transpose where the rule above takes it; false
  * (nothing copied) otherwise.  Apart from pl_copy_canonical, as pl_blocks. */
 
 __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n, const int64_t *shape,
                                                const int64_t *ss, const int64_t *ds, int64_t is, const char *src,
-                                               char *dst, int64_t total_bytes, int nt)
+                                               char *dst, int64_t total_bytes, int64_t stream_bytes, int nt)
 {
     const int lg = _pl_size_index((size_t)is);
     int b;
-    if (n < 3 || lg < 0 || k->tile[lg] == NULL || pl_choose_kind(n, ss, ds, is, &b) != PL_TRANSPOSE)
+    if (n < 2 || lg < 0 || k->tile[lg] == NULL || pl_choose_kind(n, ss, ds, is, &b) != PL_TRANSPOSE)
         return false;
     const int a = n - 1;
     if (ds[a] != is || ss[b] != is)
@@ -2266,9 +2331,11 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
     int la[PL_FUSE_LEVELS + 1] = {a}, lb[PL_FUSE_LEVELS + 1] = {b}, nla = 1, nlb = 1;
     int64_t runa = shape[a] * is, runb = shape[b] * is;
     const int64_t lim = is >= 8 ? PL_LINE_BYTES / 2 : PL_LINE_BYTES - 1;
-    const bool short_a = runa <= lim && pl_abs(ds[b]) >= PL_PAGE_BYTES;
-    const bool short_b = runb <= lim && (pl_abs(ss[a]) >= PL_PAGE_BYTES || runb <= 16);
-    if (!short_a && !short_b)
+    const bool short_a = n >= 3 && runa <= lim && pl_abs(ds[b]) >= PL_PAGE_BYTES;
+    const bool short_b = n >= 3 && runb <= lim && (pl_abs(ss[a]) >= PL_PAGE_BYTES || runb <= 16);
+    /* runs of a line or more: nothing is fused below a or b */
+    const bool crowded = pl_fuse_crowded_dst(k, shape, ss, ds, a, b, is, stream_bytes, nt);
+    if (!short_a && !short_b && !crowded)
         return false;
     bool used[PYLAYOUT_MAX_NDIM] = {false};
     used[a] = used[b] = true;
@@ -2327,8 +2394,12 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
     p.nb = shape[pb];
     p.ssb = ss[pb];
     p.dsb = ds[pb];
-    p.ta = pl_min(p.na, pl_max(1, PL_FUSE_DST_RUN_BYTES / (p.fa_in * is)));
-    p.tb = pl_min(p.nb, pl_max(1, PL_FUSE_SRC_RUN_BYTES / (p.fb_in * is)));
+    const int64_t dst_run = crowded ? PL_FUSE_CROWDED_DST_RUN_BYTES : PL_FUSE_DST_RUN_BYTES;
+    const int64_t src_run = !crowded ? PL_FUSE_SRC_RUN_BYTES
+                            : is == 1 ? PL_FUSE_CROWDED_BYTE_SRC_RUN_BYTES
+                                      : PL_FUSE_CROWDED_SRC_RUN_BYTES;
+    p.ta = pl_min(p.na, pl_max(1, dst_run / (p.fa_in * is)));
+    p.tb = pl_min(p.nb, pl_max(1, src_run / (p.fb_in * is)));
     while (p.ta * p.fa_in * p.tb * p.fb_in * is > PL_FUSE_BUFFER_BYTES) {
         if (p.ta > 1)
             p.ta = (p.ta + 1) / 2;
@@ -2466,7 +2537,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     /* The scalars zeroed by a copy of a zero plan: a memset of their 152
      * bytes compiles to rep stos (GCC 12, -O2), whose start-up was a tenth
      * of a 1 KB copy (perf annotate); a copy compiles to vector moves. */
-    if (pg == NULL && pl_fused(k, n, shape, ss, ds, is, src, dst, total_bytes, nt))
+    if (pg == NULL && pl_fused(k, n, shape, ss, ds, is, src, dst, total_bytes, stream_bytes, nt))
         return;
     static const pl_plan zero_plan;
     pl_plan p;

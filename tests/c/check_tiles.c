@@ -3,8 +3,9 @@
  * pylayout_copy: 1-, 4- and 8-byte 2-D transposes (the AVX-512, AVX2, SSE2
  * and portable tiles, cached and streaming) and 4-byte permutes with thin,
  * ragged tiles like (27,28,28,28,28).permute(2,3,1,4,0), and transposes
- * into dense dst rows that start before a line (the wrapped tiles); and
- * row copies, permutes that keep the last dim (the row kernels).
+ * into dense dst rows that start before a line (the wrapped tiles), or
+ * lie a multiple of a page apart (through L1 buffers); and row copies,
+ * permutes that keep the last dim (the row kernels).
  *
  * Every copy is compared with a naive reference; the destination sits at
  * a byte offset off its cache lines (or on one) inside a buffer whose
@@ -471,6 +472,39 @@ START_TEST(test_short_rows_streaming)
 }
 END_TEST
 
+/* Transposes whose dst rows are a multiple of a page apart, from the
+ * caches (plan.c's PL_FUSE_CROWDED_DST_RUN_BYTES): each unit transposed into
+ * an L1 buffer and copied out a dst run at a time.  1-, 2- and 4-byte
+ * elements, dst rows of 4 and 8 KiB, ragged src widths (units of 32, 64 or
+ * 128 bytes of each src row and a rest), a batch of such transposes, 2-byte
+ * ones past the narrow crowded streaming threshold (1.5 MiB), src rows 2
+ * KiB apart (gathered first), and cases that keep the tiles: src rows a
+ * page apart too, src rows shorter than a line; dst on a line and off it
+ * by elements and by bytes. */
+START_TEST(test_crowded_dst_rows)
+{
+    static const int batch_perm[3] = {0, 2, 1};
+    static const int64_t batch[3] = {3, 1024, 100};
+    const copy_case cases[] = {
+        transpose_case(4096, 128, 1), /* uint8 into rows of 4 KiB */
+        transpose_case(4096, 77, 1),  /* a ragged last unit */
+        transpose_case(8192, 70, 1),  /* rows of 8 KiB */
+        transpose_case(2048, 130, 2), /* float16 */
+        transpose_case(2048, 450, 2), /* 1.8 MiB: past where bytes stream */
+        transpose_case(1024, 128, 4), /* float32 */
+        transpose_case(1024, 333, 4), /* 1.3 MiB, ragged */
+        transpose_case(2048, 61, 4),  /* rows of 8 KiB */
+        transpose_case(1024, 512, 4), /* src rows 2 KiB apart: gathered */
+        permute_case(3, batch, batch_perm, 4), /* (3, 100, 1024): a batch */
+        transpose_case(1024, 1024, 1), /* src rows a page apart too: the tiles */
+        transpose_case(4096, 40, 1),  /* src rows of 40 bytes: the tiles */
+    };
+    static const size_t offs[] = {0, 0, 16, 16, 4, 36, 2, 6, 3, 63};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 5};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Row copies: permutes that keep the last dim, (A, B, n) by (1, 0, 2), whose
  * units copy rows of n elements (plan.c's PL_ROWS, the SIMD paths' row
  * kernels in rows_x86.c up to 4 KiB a row, memcpy past it).  Rows of 3 to
@@ -700,6 +734,7 @@ static Suite *tiles_suite(void)
         TCASE("f64", TEST(test_f64_streaming)),
         TCASE("f16", TEST(test_f16_streaming_off_lines)),
         TCASE("short_rows", TEST(test_short_rows_streaming)),
+        TCASE("crowded_dst", TEST(test_crowded_dst_rows)),
         TCASE("rows", TEST(test_row_copies)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes)),

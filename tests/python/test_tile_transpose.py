@@ -14,7 +14,8 @@ threshold also start off their cache lines (1, 16 as NumPy's large arrays
 do, and 37 bytes past one).  Copies of exactly 4 MiB into a dst off its
 lines stream the columns after its first line, as larger ones do.
 Destination rows shorter than 256 bytes and off their lines, from 48 source
-rows up, are built whole in L1 and streamed out.
+rows up, are built whole in L1 and streamed out.  Destination rows a multiple
+of a page apart, from the caches, go through L1 buffers.
 """
 from __future__ import annotations
 
@@ -124,7 +125,16 @@ def run():
               ((2048, 450), np.float16, None), ((1000, 1024), np.float16, None),
               # float32 / float64, rows a multiple of 2 KiB apart, 2-4 MiB: streamed
               # at 1 thread (PL_STREAM_MAX_CROWDED_CACHED_BYTES)
-              ((1536, 500), np.float32, None), ((300, 1024), np.float64, None)]
+              ((1536, 500), np.float32, None), ((300, 1024), np.float64, None),
+              # dst rows a multiple of a page apart, src rows a line or more and
+              # not a page apart, from the caches: units transposed into an L1
+              # buffer, copied out a dst run at a time (plan.c's
+              # PL_FUSE_CROWDED_DST_RUN_BYTES); ragged src widths, a batch,
+              # float16 past the narrow crowded threshold, src rows 2 KiB apart
+              ((4096, 128), np.uint8, None), ((4096, 77), np.uint8, None), ((8192, 70), np.uint8, None),
+              ((2048, 130), np.float16, None), ((2048, 700), np.float16, None),
+              ((1024, 128), np.float32, None), ((1024, 333), np.float32, None), ((2048, 61), np.float32, None),
+              ((1024, 512), np.float32, None), ((3, 1024, 100), np.float32, (0, 2, 1))]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
