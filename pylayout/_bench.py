@@ -487,6 +487,15 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"rows in cache {rshp} {str(rdt)[6:]} by {rorder}",
                           lambda shp=rshp, dt=rdt, order=rorder: torch.randn(*shp).to(dt).permute(*order),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # matrices transposed into rows a multiple of a page apart (1024 float32,
+    # 2048 float16 or 4096 uint8 wide), 0.5-1 MB, from the caches: each unit
+    # through an L1 buffer, copied out in runs (plan.c's
+    # PL_FUSE_CROWDED_DST_RUN_BYTES)
+    for pshp, pdt in (((1024, 128 // s), torch.float32), ((2048, 256 // s), torch.float16),
+                      ((4096, max(64, 128 // s)), torch.uint8)):
+        cases.append(Case(f"rows a page apart {pshp} {str(pdt)[6:]} .t()",
+                          lambda shp=pshp, dt=pdt: torch.randn(*shp).to(dt).t(),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # element groups: a contiguous innermost dim of 2-16 bytes moved as one
     # element (plan.c): complex pairs and RGBA pixels transposed
     m = 2048 // s
@@ -634,7 +643,10 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
         "convert: pylayout.contiguous / to_order vs torch .contiguous(fmt) vs np.ascontiguousarray, each allocating its",
         "output.  into: pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x) into a preallocated output "
         "(NumPy copies on one thread at any thread count); memcpy: np.copyto of the same bytes, contiguous, "
-        "at the row's thread count (thr Python threads, each copying 1/thr of the bytes).",
+        "at the row's thread count (thr Python threads, each copying 1/thr of the bytes; under 8 MB, several "
+        "copies a call: handing one to the threads takes longer than copying 1 MB.  Between copies the "
+        "threads take turns at the GIL, so a multi-thread memcpy of a few MB or less reads low: see its "
+        "CPU time / wall time at the end).",
         "",
         "| case | thr | convert: pylayout | torch | numpy | x torch | x numpy "
         "| into: pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
@@ -665,12 +677,16 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
         if not torch.equal(dst, x):
             raise AssertionError(f"{case.name}: copy_into's result differs from its input")
         del ours, ours_t
+        # the memcpy of a case under MEMCPY_BATCH_BYTES copies its bytes k times a call
+        k = max(1, MEMCPY_BATCH_BYTES // max(1, nbytes))
         for n in nthreads:
             set_threads(n)
             fns = [lambda: case.pl_fn(x), lambda: case.torch_fn(x), lambda: case.np_fn(a),
                    lambda: pl.copy_into(dst, x), lambda: dst.copy_(x), lambda: np.copyto(dst_a, a),
-                   memcpy.fn(n)]
-            g = _gbps_all(nbytes, measure(fns, runs, repeat, min_time))
+                   memcpy.fn(n, k)]
+            times = measure(fns, runs, repeat, min_time)
+            times[6] = [t / k for t in times[6]]
+            g = _gbps_all(nbytes, times)
             c, i = g[:3], g[3:]
             lines.append(
                 f"| {case.name} | {n} | {fig(c[0])} | {fig(c[1])} | {fig(c[2])} | {fig(per_run(c[0], c[1]))} "
@@ -845,6 +861,15 @@ def bench_views_into(quick: bool, only: list[str] | None, runs: int = 1) -> list
 
 
 IN_CACHE_SIZES = ((64 << 10, "64 KB"), (256 << 10, "256 KB"), (1 << 20, "1 MB"))
+
+# The layout table's memcpy copies smaller tensors several times a call, at
+# least this many bytes in all: one 2-thread memcpy of 0.5 MB a call took
+# the pool's hand-off time, 20-27 GB/s, flattering every 2-thread ratio
+# against it 3-4x, and was too short for its CPU time / wall time to be
+# recorded.  Batched it read 65-87 GB/s (1 thread: 87-97): its threads still
+# take turns at the GIL between copies, which that CPU time / wall time
+# line (0.04-0.17) now shows.
+MEMCPY_BATCH_BYTES = 8 << 20
 
 
 def _checked_transpose(rows: int, cols: int, what: str):
