@@ -479,12 +479,13 @@ END_TEST
  * 128 bytes of each src row and a rest), a batch of such transposes, 2-byte
  * ones past the narrow crowded streaming threshold (1.5 MiB), src rows 2
  * KiB apart (gathered first), and cases that keep the tiles: src rows a
- * page apart too, src rows shorter than a line; dst on a line and off it
- * by elements and by bytes. */
-START_TEST(test_crowded_dst_rows)
+ * page apart too, src rows shorter than a line.  And the mirror case,
+ * uint8 src rows a page apart (gathered, then transposed into dst).  Dst
+ * on a line and off it by elements and by bytes. */
+START_TEST(test_crowded_rows)
 {
     static const int batch_perm[3] = {0, 2, 1};
-    static const int64_t batch[3] = {3, 1024, 100};
+    static const int64_t batch[3] = {3, 1024, 100}, batch_u8[3] = {2, 130, 4096};
     const copy_case cases[] = {
         transpose_case(4096, 128, 1), /* uint8 into rows of 4 KiB */
         transpose_case(4096, 77, 1),  /* a ragged last unit */
@@ -498,6 +499,11 @@ START_TEST(test_crowded_dst_rows)
         permute_case(3, batch, batch_perm, 4), /* (3, 100, 1024): a batch */
         transpose_case(1024, 1024, 1), /* src rows a page apart too: the tiles */
         transpose_case(4096, 40, 1),  /* src rows of 40 bytes: the tiles */
+        /* uint8 src rows a page apart, dst rows not: gathered into L1, then
+         * transposed into dst (PL_FUSE_CROWDED_SRC_GATHER_BYTES) */
+        transpose_case(128, 4096, 1), transpose_case(77, 4096, 1), transpose_case(200, 8192, 1),
+        transpose_case(300, 4096, 1), permute_case(3, batch_u8, batch_perm, 1),
+        transpose_case(128, 4096, 2), /* float16: the tiles */
     };
     static const size_t offs[] = {0, 0, 16, 16, 4, 36, 2, 6, 3, 63};
     case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 5};
@@ -734,7 +740,7 @@ static Suite *tiles_suite(void)
         TCASE("f64", TEST(test_f64_streaming)),
         TCASE("f16", TEST(test_f16_streaming_off_lines)),
         TCASE("short_rows", TEST(test_short_rows_streaming)),
-        TCASE("crowded_dst", TEST(test_crowded_dst_rows)),
+        TCASE("crowded_rows", TEST(test_crowded_rows)),
         TCASE("rows", TEST(test_row_copies)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes)),

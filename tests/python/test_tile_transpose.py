@@ -15,7 +15,8 @@ do, and 37 bytes past one).  Copies of exactly 4 MiB into a dst off its
 lines stream the columns after its first line, as larger ones do.
 Destination rows shorter than 256 bytes and off their lines, from 48 source
 rows up, are built whole in L1 and streamed out.  Destination rows a multiple
-of a page apart, from the caches, go through L1 buffers.
+of a page apart, from the caches, go through L1 buffers, and so do uint8
+sources whose rows are.
 """
 from __future__ import annotations
 
@@ -134,7 +135,11 @@ def run():
               ((4096, 128), np.uint8, None), ((4096, 77), np.uint8, None), ((8192, 70), np.uint8, None),
               ((2048, 130), np.float16, None), ((2048, 700), np.float16, None),
               ((1024, 128), np.float32, None), ((1024, 333), np.float32, None), ((2048, 61), np.float32, None),
-              ((1024, 512), np.float32, None), ((3, 1024, 100), np.float32, (0, 2, 1))]
+              ((1024, 512), np.float32, None), ((3, 1024, 100), np.float32, (0, 2, 1)),
+              # uint8 src rows a page apart, dst rows not: gathered into L1,
+              # then transposed into dst (PL_FUSE_CROWDED_SRC_GATHER_BYTES)
+              ((128, 4096), np.uint8, None), ((77, 4096), np.uint8, None), ((300, 8192), np.uint8, None),
+              ((2, 130, 4096), np.uint8, (0, 2, 1))]
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
