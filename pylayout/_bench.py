@@ -490,10 +490,12 @@ def copy_cases(quick: bool) -> list[Case]:
     # matrices transposed into rows a multiple of a page apart (1024 float32,
     # 2048 float16 or 4096 uint8 wide), 0.5-1 MB, from the caches: each unit
     # through an L1 buffer, copied out in runs (plan.c's
-    # PL_FUSE_CROWDED_DST_RUN_BYTES)
-    for pshp, pdt in (((1024, 128 // s), torch.float32), ((2048, 256 // s), torch.float16),
-                      ((4096, max(64, 128 // s)), torch.uint8)):
-        cases.append(Case(f"rows a page apart {pshp} {str(pdt)[6:]} .t()",
+    # PL_FUSE_CROWDED_DST_RUN_BYTES); and a uint8 matrix whose own rows are,
+    # gathered into L1 (PL_FUSE_CROWDED_SRC_GATHER_BYTES)
+    for what, pshp, pdt in (("rows", (1024, 128 // s), torch.float32), ("rows", (2048, 256 // s), torch.float16),
+                            ("rows", (4096, max(64, 128 // s)), torch.uint8),
+                            ("src rows", (max(64, 128 // s), 4096), torch.uint8)):
+        cases.append(Case(f"{what} a page apart {pshp} {str(pdt)[6:]} .t()",
                           lambda shp=pshp, dt=pdt: torch.randn(*shp).to(dt).t(),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # element groups: a contiguous innermost dim of 2-16 bytes moved as one
