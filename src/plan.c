@@ -2355,6 +2355,10 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
 {
     const int lg = _pl_size_index((size_t)is);
     int b;
+    /* a 2-D copy takes this route only for rows a page apart (a small
+     * transpose's call skips pl_choose_kind here) */
+    if (n == 2 && pl_abs(ss[1]) % PL_PAGE_BYTES != 0 && pl_abs(ds[0]) % PL_PAGE_BYTES != 0)
+        return false;
     if (n < 2 || lg < 0 || k->tile[lg] == NULL || pl_choose_kind(n, ss, ds, is, &b) != PL_TRANSPOSE)
         return false;
     const int a = n - 1;
