@@ -2,7 +2,7 @@
  * cpu_features.c - the one place that asks which instruction sets this CPU
  * has (cache_size.c asks its L3 size): feature detection, the PYLAYOUT_SIMD
  * cap, the kernel table every copy and pack then uses, whose cores these are
- * where that decides a prefetch (_pylayout_prefetch_rows), and the build
+ * where that decides a plan (_pylayout_intel_cores), and the build
  * facts pylayout_build_info reports.
  *
  * Like libdeflate's lib/x86/cpu_features.c: kernels live in per-architecture
@@ -75,13 +75,16 @@ const _pylayout_kernels *_pylayout_kernels_get(void)
     return k;
 }
 
-bool _pylayout_prefetch_rows(void)
+bool _pylayout_intel_cores(void)
 {
+    const char *as = getenv("PYLAYOUT_CORES"); /* for tests: plan as for these cores */
+    if (as != NULL && (strcmp(as, "intel") == 0 || strcmp(as, "amd") == 0))
+        return as[0] == 'i';
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
     __builtin_cpu_init();
-    return !__builtin_cpu_is("intel");
+    return __builtin_cpu_is("intel");
 #else
-    return true;
+    return false;
 #endif
 }
 

@@ -24,13 +24,18 @@ unsigned _pylayout_cpu_features(void);
  * nothing).  The first call decides; thread-safe. */
 const _pylayout_kernels *_pylayout_kernels_get(void);
 
-/* Whether transposes built in a buffer (plan.c's stream_out units) should
- * prefetch the src rows they read in software: true except on Intel cores,
- * whose L2 streamer follows the few dozen rows of such a unit by itself
- * (see PL_PREFETCH_UNITS).  Asks __builtin_cpu_is each call: a read of
- * what the runtime detected once, so the same answer every time;
- * thread-safe. */
-bool _pylayout_prefetch_rows(void);
+/* Whether this process runs on Intel cores, where a plan's choice was
+ * measured to go the other way there than on AMD's: buffered transposes
+ * prefetch their src rows in software except on Intel cores, whose L2
+ * streamer follows them by itself (plan.c, PL_PREFETCH_UNITS), and
+ * transposes into dst rows a page apart go through L1 buffers on Intel
+ * cores only from L2 (PL_FUSE_CROWDED_DST_INTEL_BYTES), and uint8 src rows
+ * a page apart only on others (PL_FUSE_CROWDED_SRC_GATHER_BYTES).
+ * PYLAYOUT_CORES=intel or =amd answers instead, read each call, so that a
+ * test can run both vendors' plans on any CPU (they differ in speed only);
+ * else __builtin_cpu_is, a read of what the runtime detected once.  False
+ * off x86-64; thread-safe.  Only plans of such copies ask (not small ones). */
+bool _pylayout_intel_cores(void);
 
 /* Bytes of the last-level (L3) cache the calling CPU shares with its
  * neighbours, from Linux's /sys/devices/system/cpu/cpu0/cache; 0 where

@@ -84,7 +84,7 @@
  * of the next; and leaving out the partial first and last lines of each
  * block altogether (the cost of their reads for ownership is noise). */
 #define PL_PREFETCH_UNITS 2
-/* Not on Intel cores (_pylayout_prefetch_rows): on the 2-core Sapphire
+/* Not on Intel cores (_pylayout_intel_cores): on the 2-core Sapphire
  * Rapids class dev VM the same prefetches cost time, the L2 streamer
  * following the rows alone.  Float32, GB/s, median of 9-15 runs, the two
  * ways interleaved in one process, with / without:
@@ -1993,7 +1993,7 @@ static void pl_keep_src_lines_hot(pl_plan *p, int nl)
  * once steps src by a few lines at most (pl_keep_src_lines_hot put it
  * there), the next units read on along the same rows; each unit then
  * prefetches its rows PL_PREFETCH_UNITS units ahead, on CPUs whose
- * hardware does not (_pylayout_prefetch_rows).  Buffered transposes also
+ * hardware does not (not Intel's: _pylayout_intel_cores).  Buffered transposes also
  * prefetch the end of a dst block PL_DST_AHEAD_UNITS units ahead, on
  * every CPU.  Row units read ahead as PL_ROWS_AHEAD_BYTES says. */
 static void pl_choose_prefetch(pl_plan *p, int nl, int64_t total_bytes)
@@ -2012,7 +2012,7 @@ static void pl_choose_prefetch(pl_plan *p, int nl, int64_t total_bytes)
             p->pf_dst = PL_DST_AHEAD_UNITS * p->dstep[c];
         if (rows)
             p->pf_dist = PL_ROWS_AHEAD_BYTES / unit_bytes * p->sstep[c];
-        else if (pl_abs(p->sstep[c]) <= PL_NEAR_SRC_STEP_BYTES && _pylayout_prefetch_rows())
+        else if (pl_abs(p->sstep[c]) <= PL_NEAR_SRC_STEP_BYTES && !_pylayout_intel_cores())
             p->pf_dist = PL_PREFETCH_UNITS * p->sstep[c];
         return;
     }
@@ -2272,7 +2272,8 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
  * 2-byte elements), units of 128 bytes of each src row (64 for bytes).
  * Where the plain transpose keeps cached tiles (pl_stream_min_bytes); for
  * 2-byte elements, whose crowded streamed tiles were as slow, up to a
- * quarter of the L3.  Not where src rows are a page apart too (their
+ * quarter of the L3 (on Intel cores less: PL_FUSE_CROWDED_DST_INTEL_BYTES).
+ * Not where src rows are a page apart too (their
  * gather crowds the same way), nor for 4-byte elements on SSE2 (its 4 x 4
  * tiles were level or 10% ahead), nor 8-byte ones (8 x 8 blocks: level).
  * Measured on the 2-core Zen 5 dev VM, src (R, C) read transposed into dst
@@ -2300,6 +2301,26 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
 #define PL_FUSE_CROWDED_SRC_RUN_BYTES 128
 #define PL_FUSE_CROWDED_BYTE_SRC_RUN_BYTES 64
 
+/* On Intel cores (_pylayout_intel_cores) the buffers lost to the tiles
+ * from L3 and at the top of L2, where on Zen 5 they won: float32 takes
+ * them below this many bytes, float16 where its tiles are cached (as
+ * bytes do), not up to a quarter of the L3.  Measured on the 2-core Intel
+ * Xeon dev VM (AVX-512, AMX; 48 KiB L1d, 2 MiB L2 a core), the same
+ * harness, both ways in one build (a throwaway switch), three rounds,
+ * GB/s, tiles / fused, 1 thread: float32 1024 x 128 28.2-28.5 / 26.5-29.2,
+ * 1024 x 192 24.7-25.8 / 25.3-26.1, 1024 x 224 23.9-24.1 / 24.0-24.3,
+ * 1024 x 256 (1 MiB) 20.6-22.9 / 18.7-19.8; float16 2048 x 128 12.6-13.3 /
+ * 18.7-19.4, 2048 x 256 11.0-12.1 / 12.3-13.7, 2048 x 320 9.3-10.5 /
+ * 7.6-10.0, 2048 x 384 (1.5 MiB, streamed tiles) 12.0-12.4 / 6.6-8.0;
+ * 2 threads: float32 1024 x 128 47.4-48.5 / 49.0-50.0, 1024 x 256
+ * 47.3-49.1 / 43.5-45.7; float16 2048 x 256 22.1-23.2 / 25.6-29.1, 2048
+ * x 384 20.3-21.9 / 25.0-27.3.  Against a build of 21b66bc (before the
+ * buffers), two rounds: float16 2048 x 512 11.6-11.8 / 6.5-6.6 (2 threads
+ * 20.9-21.7 / 16.6-16.7), 2048 x 1024 10.3-10.4 / 6.8-7.0 (19.4-20.8 /
+ * 14.1-15.0); uint8 gained there as on Zen 5: 4096 x 128 5.5 / 17.1-17.9,
+ * 4096 x 256 5.2 / 11.9-12.0 (2 threads 9.2-9.5 / 23.7-24.0). */
+#define PL_FUSE_CROWDED_DST_INTEL_BYTES ((int64_t)1024 * 1024)
+
 /* The mirror case, uint8 src rows a multiple of a page apart (a (128,
  * 4096) uint8 read transposed) and dst rows not, from the caches: the tile
  * reads 16 rows of one L1 set a block.  Each unit's src rows are gathered
@@ -2312,7 +2333,12 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
  * SSE2 (AVX-512 23.2 / 29.1 at 128 x 2048), float32 on AVX-512 30% ahead
  * at 0.5 MiB, level at 1 MiB and 7-20% behind at 2 MiB (448 x 1024: 38.0
  * / 35.1, 2 threads 69.0 / 55.8), and behind on SSE2 (40.6 / 29.3);
- * float64 level.  (On AVX2 float32 gained 2x: 17.5 / 38.0, 17.9 / 31.7.) */
+ * float64 level.  (On AVX2 float32 gained 2x: 17.5 / 38.0, 17.9 / 31.7.)
+ * Not on Intel cores (_pylayout_intel_cores): on the 2-core Intel Xeon dev
+ * VM, against a build of 21b66bc (before this route), three rounds, 1 / 2
+ * threads: 128 x 4096 18.6-19.0 / 18.6-19.0 and 34.0-34.6 / 33.3-33.8, 64
+ * x 8192 19.6 / 19.6-20.0, 256 x 4096 13.5-13.8 / 10.2-11.1 and 27.5-28.7
+ * / 22.2-23.9, 352 x 4096 9.7-10.3 / 10.7-10.9 and 26.5-27.9 / 22.5-25.2. */
 #define PL_FUSE_CROWDED_SRC_GATHER_BYTES 256
 #define PL_FUSE_CROWDED_SRC_ROWS 64
 
@@ -2322,7 +2348,8 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
 static bool pl_fuse_crowded_src(const int64_t *shape, const int64_t *ss, const int64_t *ds, int a, int b,
                                 int64_t is, int64_t stream_bytes, int nt)
 {
-    return is == 1 && pl_abs(ss[a]) % PL_PAGE_BYTES == 0 && pl_abs(ds[b]) % PL_PAGE_BYTES != 0 &&
+    return is == 1 && !_pylayout_intel_cores() && pl_abs(ss[a]) % PL_PAGE_BYTES == 0 &&
+           pl_abs(ds[b]) % PL_PAGE_BYTES != 0 &&
            shape[a] >= PL_LINE_BYTES && shape[b] >= PL_FUSE_CROWDED_SRC_GATHER_BYTES &&
            stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
 }
@@ -2336,12 +2363,13 @@ static bool pl_fuse_crowded_dst(const _pylayout_kernels *k, const int64_t *shape
     if (pl_abs(ds[b]) % PL_PAGE_BYTES != 0 || pl_abs(ss[a]) % PL_PAGE_BYTES == 0 ||
         shape[a] * is < PL_FUSE_CROWDED_DST_RUN_BYTES || shape[b] * is < PL_LINE_BYTES)
         return false;
+    const bool cached = stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
     switch (is) {
-    case 1: return stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
-    case 2: return stream_bytes < pl_stream_min_wide_bytes();
+    case 1: return cached;
+    case 2: return _pylayout_intel_cores() ? cached : stream_bytes < pl_stream_min_wide_bytes();
     case 4:
-        return k->tile_wrap[PL_SIZE4] != NULL &&
-               stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
+        return k->tile_wrap[PL_SIZE4] != NULL && cached &&
+               (!_pylayout_intel_cores() || stream_bytes < PL_FUSE_CROWDED_DST_INTEL_BYTES);
     default: return false;
     }
 }

@@ -1166,6 +1166,9 @@ static void op_big_permute(reader *r)
      * 8 MiB, where 4- and 8-byte transposes with dst rows on lines stream) */
     const uint8_t first = u8(r);
     const bool cached = first & 0x80;
+    /* bit 5: planned as for Intel cores, else as for AMD's (PYLAYOUT_CORES,
+     * src/cpu_features.h): some routes are taken on one vendor's only */
+    setenv("PYLAYOUT_CORES", (first & 0x20) ? "intel" : "amd", 1);
     const int64_t lo_bytes = cached ? (int64_t)256 << 10 : (int64_t)4 << 20;
     const int64_t hi_bytes = cached ? (int64_t)2 << 20 : (int64_t)12 << 20;
     int ndim = 2 + first % 4;
@@ -1255,6 +1258,7 @@ static void op_big_permute(reader *r)
     }
     free(sbuf);
     free(dbuf);
+    unsetenv("PYLAYOUT_CORES");
 }
 
 /* Large inputs only: x[..., ::k] (k = 2 to 9) of rows into a dense dst of

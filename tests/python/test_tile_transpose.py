@@ -16,7 +16,8 @@ lines stream the columns after its first line, as larger ones do.
 Destination rows shorter than 256 bytes and off their lines, from 48 source
 rows up, are built whole in L1 and streamed out.  Destination rows a multiple
 of a page apart, from the caches, go through L1 buffers, and so do uint8
-sources whose rows are.
+sources whose rows are; those run again as planned for Intel cores and for
+AMD's (PYLAYOUT_CORES), whose routes differ.
 """
 from __future__ import annotations
 
@@ -126,20 +127,21 @@ def run():
               ((2048, 450), np.float16, None), ((1000, 1024), np.float16, None),
               # float32 / float64, rows a multiple of 2 KiB apart, 2-4 MiB: streamed
               # at 1 thread (PL_STREAM_MAX_CROWDED_CACHED_BYTES)
-              ((1536, 500), np.float32, None), ((300, 1024), np.float64, None),
-              # dst rows a multiple of a page apart, src rows a line or more and
-              # not a page apart, from the caches: units transposed into an L1
-              # buffer, copied out a dst run at a time (plan.c's
-              # PL_FUSE_CROWDED_DST_RUN_BYTES); ragged src widths, a batch,
-              # float16 past the narrow crowded threshold, src rows 2 KiB apart
-              ((4096, 128), np.uint8, None), ((4096, 77), np.uint8, None), ((8192, 70), np.uint8, None),
-              ((2048, 130), np.float16, None), ((2048, 700), np.float16, None),
-              ((1024, 128), np.float32, None), ((1024, 333), np.float32, None), ((2048, 61), np.float32, None),
-              ((1024, 512), np.float32, None), ((3, 1024, 100), np.float32, (0, 2, 1)),
-              # uint8 src rows a page apart, dst rows not: gathered into L1,
-              # then transposed into dst (PL_FUSE_CROWDED_SRC_GATHER_BYTES)
-              ((128, 4096), np.uint8, None), ((77, 4096), np.uint8, None), ((300, 8192), np.uint8, None),
-              ((2, 130, 4096), np.uint8, (0, 2, 1))]
+              ((1536, 500), np.float32, None), ((300, 1024), np.float64, None)]
+    # dst rows a multiple of a page apart, src rows a line or more and not a
+    # page apart, from the caches: units transposed into an L1 buffer,
+    # copied out a dst run at a time (plan.c's PL_FUSE_CROWDED_DST_RUN_BYTES);
+    # ragged src widths, a batch, float16 past the narrow crowded threshold,
+    # float32 past 1 MiB, src rows 2 KiB apart
+    crowded = [((4096, 128), np.uint8, None), ((4096, 77), np.uint8, None), ((8192, 70), np.uint8, None),
+               ((2048, 130), np.float16, None), ((2048, 700), np.float16, None),
+               ((1024, 128), np.float32, None), ((1024, 333), np.float32, None), ((2048, 61), np.float32, None),
+               ((1024, 512), np.float32, None), ((3, 1024, 100), np.float32, (0, 2, 1)),
+               # uint8 src rows a page apart, dst rows not: gathered into L1,
+               # then transposed into dst (PL_FUSE_CROWDED_SRC_GATHER_BYTES)
+               ((128, 4096), np.uint8, None), ((77, 4096), np.uint8, None), ((300, 8192), np.uint8, None),
+               ((2, 130, 4096), np.uint8, (0, 2, 1))]
+    cases += crowded
     perm = (2, 3, 1, 4, 0)
     for shape in [(27, 28, 3, 4, 28), (5, 6, 7, 6, 7), (3, 29, 5, 2, 31), (27, 28, 12, 12, 28),
                   (27, 28, 28, 12, 28), (26, 28, 29, 14, 27)]:
@@ -154,6 +156,19 @@ def run():
                 # sources off their cache lines (rows not whole lines apart)
                 for src_off in (1, 16, 37):
                     check(source(shape, dtype, i, src_off), p, 0)
+    # those routes as planned for Intel cores and for AMD's (PYLAYOUT_CORES,
+    # src/cpu_features.h): float32 from 1 MiB, float16 from 1.5 MiB and uint8
+    # src rows a page apart go through the buffers on one vendor's only
+    import os
+    for cores in ("amd", "intel"):
+        os.environ["PYLAYOUT_CORES"] = cores
+        for threads in (1, 2):
+            pl.set_num_threads(threads)
+            for i, (shape, dtype, p) in enumerate(crowded):
+                a = source(shape, dtype, i)
+                for off in (0, 3):
+                    check(a, p, off)
+    del os.environ["PYLAYOUT_CORES"]
     print("simd=" + pl.info()["simd"], "cases", len(cases))
 
 run()
