@@ -2219,7 +2219,8 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
  * and 16-byte elements: wider tiles move whole elements in registers and
  * lost here, float64 (16,512,7,7) by (1,3,2,0) 17.8 -> 11.5 GB/s) and its
  * rows are a page or more apart, or, on src's side, its run is 16 bytes or
- * less.  Each short side must find a dim to continue it, and both runs
+ * less (more only where dst's side is short too or its rows a line or
+ * longer: below).  Each short side must find a dim to continue it, and both runs
  * must then reach PL_FUSE_MIN_BYTES.  Where the rows are close the tiles'
  * lines stay in L1 and they keep them: (8,64,56,56) uint8 by (1,3,0,2),
  * dst rows of 56 bytes 448 apart, 20.8 -> 12.8 GB/s fused.  Groups of 2-8
@@ -2227,7 +2228,16 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
  * (128,32,32,3) float16 by (0,3,2,1) 31 -> 14 GB/s fused.  A short side
  * that found no dim to continue it ((256,16,1024,8) float16 by (0,3,2,1):
  * dst rows of 32 bytes; its dim continues src's side) lost too, 9.3 ->
- * 4.7 GB/s.
+ * 4.7 GB/s.  Nor a src run of 17 bytes or more whose dst rows are under
+ * a line and close together (a not short): 5-D permutes by (2,3,1,4,0),
+ * the goal row's in float16, lost 2-2.5x on the 2-core Intel Xeon dev VM
+ * (tiles / fused, 1 thread, GB/s: float16 (27,28,28,28,28) 9.1-9.7 /
+ * 3.2-4.5, 2 threads 17.0-18.7 / 6.8-7.1; (20,24,32,32,24) 7.5-8.1 /
+ * 2.7-3.9; (20,24,32,32,12) 6.4-6.5 / 4.7-4.9; (16,8,64,64,20) 6.1-6.8 /
+ * 2.4-3.1; uint8 (20,24,32,32,16-56) level), where runs of 16 bytes won
+ * ((20,24,32,32,8) 4.5-4.6 / 6.7-6.8) and so did dst rows of a line or more
+ * ((64,512,12,12) by (3,2,1,0) 2.4-2.5 / 8.8-9.1, (32,256,16,16) 2.8-2.9 /
+ * 5.5-5.6).
  *
  * Units of PL_FUSE_DST_RUN_BYTES along dst's rows and PL_FUSE_SRC_RUN_BYTES
  * along src's, within the buffers (uint8 (4096,8,8,4) by (3,2,1,0), 1
@@ -2396,7 +2406,8 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
     int64_t runa = shape[a] * is, runb = shape[b] * is;
     const int64_t lim = is >= 8 ? PL_LINE_BYTES / 2 : PL_LINE_BYTES - 1;
     const bool short_a = n >= 3 && runa <= lim && pl_abs(ds[b]) >= PL_PAGE_BYTES;
-    const bool short_b = n >= 3 && runb <= lim && (pl_abs(ss[a]) >= PL_PAGE_BYTES || runb <= 16);
+    const bool short_b = n >= 3 && runb <= lim &&
+                         (runb <= 16 || (pl_abs(ss[a]) >= PL_PAGE_BYTES && (short_a || runa >= PL_LINE_BYTES)));
     /* runs of a line or more: nothing is fused below a or b */
     const bool crowded = pl_fuse_crowded_dst(k, shape, ss, ds, a, b, is, stream_bytes, nt);
     const bool crowded_src = pl_fuse_crowded_src(shape, ss, ds, a, b, is, stream_bytes, nt);

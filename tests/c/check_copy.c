@@ -1086,6 +1086,18 @@ static void fused_cases(void)
         tens_make(&d, 5, is % 2 ? s5 : s5b, NULL, NULL, NULL, NULL, is, 7, SENTINEL, &seed);
         check_and_free(&s, &d);
     }
+    /* 5-D permutes by (2,3,1,4,0), dst rows of 10 elements close together
+     * (the goal table's 5-D permute, small): src runs of 16 bytes or less
+     * fuse, longer ones keep the tiles (plan.c, pl_fused's short_b) */
+    static const int64_t p5[][5] = {{16, 8, 12, 12, 10}, {16, 8, 12, 8, 10}}; /* dst's shape */
+    static const int p5_src[5] = {4, 2, 0, 1, 3};                           /* src dense as (10, 12, 16, 8, n) */
+    for (size_t is = 1; is <= 16; is *= 2)
+        for (size_t i = 0; i < 2; i++) {
+            tens s, d;
+            tens_make(&s, 5, p5[i], p5_src, NULL, NULL, NULL, is, i * is, -1, &seed);
+            tens_make(&d, 5, p5[i], NULL, NULL, NULL, NULL, is, 3 * i, SENTINEL, &seed);
+            check_and_free(&s, &d);
+        }
     /* 4-8 MiB: the threads split the units */
     static const int64_t big[][4] = {{256, 16, 256, 8}, {8192, 8, 8, 4}, {64, 512, 16, 7}};
     static const size_t big_is[] = {1, 4, 2};

@@ -53,7 +53,11 @@ def run():
                     cases += check_view(a.transpose(perm))
                 cases += check_view(a[::-1, :, ::-1].transpose(3, 2, 1, 0))  # rows gathered backwards
             for shape, perm in (((40, 1024, 2, 2), (3, 2, 1, 0)), ((4, 6, 5, 7, 3), (4, 3, 2, 1, 0)),
-                                ((64, 64, 16), (2, 1, 0)), ((300, 20, 2), (2, 1, 0))):
+                                ((64, 64, 16), (2, 1, 0)), ((300, 20, 2), (2, 1, 0)),
+                                # the goal table's 5-D permute, small: src runs of
+                                # 16 bytes or less fuse, longer ones into dst rows
+                                # under a line keep the tiles
+                                ((10, 12, 16, 8, 12), (2, 3, 1, 4, 0)), ((10, 12, 16, 8, 8), (2, 3, 1, 4, 0))):
                 a = source(int(np.prod(shape)), dtype, 9, isz).reshape(shape)
                 cases += check_view(a.transpose(perm))
             # 4-16 MiB: the threads split the units; past a quarter of the L3 dst streams
