@@ -417,6 +417,12 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"permute {ndim}-D {tuple(shape)} by {tuple(perm)}",
                           lambda shape=shape, perm=perm: torch.randn(*shape).permute(*perm),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+        if ndim == 5:
+            # the same in float16: src runs of 56 bytes into dst rows of 54 bytes,
+            # close together, which keep the tiles (plan.c's pl_fused, short_b)
+            cases.append(Case(f"permute {ndim}-D {tuple(shape)} by {tuple(perm)} float16",
+                              lambda shape=shape, perm=perm: torch.randn(*shape).half().permute(*perm),
+                              pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     n = 8192 // s
     cases.append(Case(f"2-D transpose {n}x{n} uint8",
                       lambda n=n: torch.randint(0, 255, (n, n), dtype=torch.uint8).t(),
