@@ -2358,10 +2358,10 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
 static bool pl_fuse_crowded_src(const int64_t *shape, const int64_t *ss, const int64_t *ds, int a, int b,
                                 int64_t is, int64_t stream_bytes, int nt)
 {
-    return is == 1 && !_pylayout_intel_cores() && pl_abs(ss[a]) % PL_PAGE_BYTES == 0 &&
-           pl_abs(ds[b]) % PL_PAGE_BYTES != 0 &&
+    return is == 1 && pl_abs(ss[a]) % PL_PAGE_BYTES == 0 && pl_abs(ds[b]) % PL_PAGE_BYTES != 0 &&
            shape[a] >= PL_LINE_BYTES && shape[b] >= PL_FUSE_CROWDED_SRC_GATHER_BYTES &&
-           stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
+           stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt) &&
+           !_pylayout_intel_cores(); /* last: it reads the environment */
 }
 
 /* Whether the plain transpose of dims b (src-innermost) and a (dst-
@@ -2373,6 +2373,7 @@ static bool pl_fuse_crowded_dst(const _pylayout_kernels *k, const int64_t *shape
     if (pl_abs(ds[b]) % PL_PAGE_BYTES != 0 || pl_abs(ss[a]) % PL_PAGE_BYTES == 0 ||
         shape[a] * is < PL_FUSE_CROWDED_DST_RUN_BYTES || shape[b] * is < PL_LINE_BYTES)
         return false;
+    /* _pylayout_intel_cores reads the environment: asked only of such copies */
     const bool cached = stream_bytes < pl_stream_min_bytes(is, pl_abs(ds[b]), false, true, nt);
     switch (is) {
     case 1: return cached;
