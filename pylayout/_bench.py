@@ -4,10 +4,9 @@ Every figure in a row is measured in the same run, at the same thread count.
 Bandwidth is counted as bytes of the tensor moved once (read + written =
 2x that in traffic, for every contestant alike).  "memcpy" is np.copyto of a
 contiguous array of the same bytes **at the row's thread count**: at 1 thread
-on the calling thread, at N threads by N Python threads of a persistent pool,
-each copying one N-th of the bytes (np.copyto releases the GIL while it
-copies, so the N copies run in parallel; the CPU time / wall time of those
-copies is printed at the end as the check).  Its buffers are allocated by
+on the calling thread, at N threads one C memcpy cut into N slices that an
+OpenMP team copies at once, without the GIL (pylayout._core._memcpy; the CPU
+time / wall time of those copies is printed at the end as the check).  Its buffers are allocated by
 torch and written before timing, like the tensors converted (an untouched
 source would read the kernel's shared zero page from cache and flatter
 memcpy).  Ratios are pylayout's speed over theirs.  Conversions that allocate
@@ -28,7 +27,6 @@ import random
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TextIO
 
 import pylayout as pl
@@ -115,26 +113,25 @@ def threads_to_measure() -> list[int]:
 
 
 class Memcpy:
-    """np.copyto of contiguous bytes at a given thread count.
+    """A memcpy of contiguous bytes at a given thread count.
 
-    At 1 thread the calling thread copies; at N threads, N Python threads of a
-    persistent pool each np.copyto their N-th of the bytes (cut at 64-byte
-    boundaries).  np.copyto releases the GIL while it copies, so the threads run
-    in parallel; every multi-thread call records its CPU time / wall time in
-    `Memcpy.cpu_wall`, near N when they did, near 1 when another process held
-    the other cores.  (Each worker's own CPU time, so threads that other
-    libraries leave spinning are not counted.)
+    At 1 thread the calling thread copies with np.copyto; at N threads one
+    call of pylayout._core._memcpy cuts the bytes into N slices on 64-byte
+    boundaries that an OpenMP team copies at once, with the GIL released.
+    Either way one Python call a copy, as pylayout's copies are timed.  Every
+    multi-thread call records the team's CPU time / wall time in
+    `Memcpy.cpu_wall`, near N when its threads ran at once, lower when other
+    processes held the cores.
 
-    Each worker is pinned to a CPU of its own (of those this process may run
-    on, where there are N): unpinned, the 2-core dev VM's scheduler often left
-    both workers on one core for whole batches, and the 2-thread memcpy of
-    1 MB in cache read 45-50 GB/s in some runs (CPU time / wall time 0.95) and
-    70-83 in others; pinned, 70-83 in every run.  A weaker reference flatters
-    every ratio against it.
+    The N-thread memcpy was N Python threads each calling np.copyto on a
+    slice until session 41: between copies they queue for the GIL, and on a
+    lent 16-core machine they kept about 3 cores busy (a 154 MB copy at 42-47
+    GB/s, which pylayout's threads copied transposed at 134-159).  On the
+    2-core dev VM the C reference is the stronger one too (GB/s, 2 threads,
+    Python threads / C: 64 KB 25-30 / 27, 256 KB 37-38 / 58, 1 MB 72-81 / 84,
+    64 MB 24-26 / 25).  A weaker reference flatters every ratio against it.
     """
 
-    _pools: dict[int, ThreadPoolExecutor] = {}
-    pinned: dict[int, list[list[int]]] = {}  # threads -> the CPUs each worker may run on, where pinned
     cpu_wall: list[float] = []
 
     def __init__(self, nbytes: int = 0, src: Any = None, dst: Any = None) -> None:
@@ -143,37 +140,10 @@ class Memcpy:
             src, dst = src_t.numpy(), dst_t.numpy()
         self.src, self.dst = src, dst  # 1-D uint8 arrays of the same size
 
-    @classmethod
-    def _pool(cls, threads: int) -> ThreadPoolExecutor:
-        if threads not in cls._pools:
-            pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bench-memcpy")
-            cls._pools[threads] = pool
-            cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-            if threads <= len(cpus):
-                cls.pinned[threads] = cls._pin(pool, cpus[:threads])
-        return cls._pools[threads]
-
-    @staticmethod
-    def _pin(pool: ThreadPoolExecutor, cpus: list[int]) -> list[list[int]]:
-        """Pins each of the pool's len(cpus) workers to one of `cpus` (Linux's
-        sched_setaffinity with pid 0 sets the calling thread's).  A barrier
-        holds every task until all have started, so each runs on a worker of
-        its own.  Returns the CPUs each worker may then run on."""
-        import threading
-
-        barrier = threading.Barrier(len(cpus), timeout=30)
-
-        def pin(cpu: int) -> list[int]:
-            barrier.wait()
-            os.sched_setaffinity(0, {cpu})
-            return sorted(os.sched_getaffinity(0))
-
-        return [f.result() for f in [pool.submit(pin, cpu) for cpu in cpus]]
-
     def fn(self, threads: int, number: int = 1):
         """A callable that copies the bytes `number` times at `threads` threads."""
+        d, s = self.dst, self.src
         if threads <= 1:
-            d, s = self.dst, self.src
             if number == 1:
                 return lambda: np.copyto(d, s)
 
@@ -181,23 +151,15 @@ class Memcpy:
                 for _ in range(number):
                     np.copyto(d, s)
             return serial
-        size = self.src.size
-        per_thread = -(-size // threads)
-        step = -(-per_thread // 64) * 64 if size >= 64 * threads else per_thread
-        chunks = [(self.dst[i:i + step], self.src[i:i + step]) for i in range(0, size, step)]
-        pool = self._pool(threads)
-
-        def part(d, s):
-            c0 = time.thread_time()
-            for _ in range(number):
-                np.copyto(d, s)
-            return time.thread_time() - c0
+        copy = pl._core._memcpy
 
         def parallel():
             w0 = time.perf_counter()
-            cpu = sum(f.result() for f in [pool.submit(part, d, s) for d, s in chunks])
+            cpu = 0.0
+            for _ in range(number):
+                cpu += copy(d, s, threads)
             wall = time.perf_counter() - w0
-            if wall > 1e-3:  # below a millisecond the pool's hand-off dominates both
+            if wall > 1e-3:  # below a millisecond the timer's own cost shows
                 Memcpy.cpu_wall.append(cpu / wall)
         return parallel
 
@@ -651,10 +613,8 @@ def bench_copies(quick: bool, only: list[str] | None, runs: int = 1) -> list[str
         "convert: pylayout.contiguous / to_order vs torch .contiguous(fmt) vs np.ascontiguousarray, each allocating its",
         "output.  into: pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x) into a preallocated output "
         "(NumPy copies on one thread at any thread count); memcpy: np.copyto of the same bytes, contiguous, "
-        "at the row's thread count (thr Python threads, each copying 1/thr of the bytes; under 8 MB, several "
-        "copies a call: handing one to the threads takes longer than copying 1 MB.  Between copies the "
-        "threads take turns at the GIL, so a multi-thread memcpy of a few MB or less reads low: see its "
-        "CPU time / wall time at the end).",
+        "at the row's thread count (at thr threads an OpenMP team copies 1/thr of the bytes each, without the "
+        "GIL: see its CPU time / wall time at the end).",
         "",
         "| case | thr | convert: pylayout | torch | numpy | x torch | x numpy "
         "| into: pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
@@ -912,8 +872,8 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
         return []
     lines = ["## Transposes that fit in cache (GB/s; each figure one call after another on the same buffers)", "",
              "pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x), float32 transposed -> contiguous "
-             "into a preallocated output; memcpy: np.copyto of the same bytes, also in cache, at the row's thread "
-             "count.  Calls are timed in batches (calls per batch in the case name); every figure includes "
+             "into a preallocated output; memcpy: the same bytes, also in cache, at the row's thread count "
+             "(np.copyto at 1 thread, an OpenMP team at thr).  Calls are timed in batches (calls per batch in the case name); every figure includes "
              "its Python call, which at 64 KB is a large part of it: see µs/call.  The 'NumPy operands' columns "
              "time pylayout.copy_into on the same memory as NumPy arrays (x.numpy(), dst.numpy()): NumPy "
              "operands, as the memcpy's are, cost pylayout a shorter call than torch tensors (no autograd "
@@ -1020,8 +980,8 @@ def bench_complex(quick: bool, only: list[str] | None, runs: int = 1) -> list[st
     if not torch.equal(pl.view_as_complex(x), torch.view_as_complex(x.contiguous())):
         raise AssertionError("view_as_complex differs from torch")
     lines = ["## Complex packing (GB/s of the complex output; x = pylayout's speed over the other's)", "",
-             "memcpy: np.copyto of the output's bytes at the row's thread count (thr Python threads, each copying "
-             "1/thr of the bytes).", "",
+             "memcpy: a copy of the output's bytes at the row's thread count (np.copyto at 1 thread; at thr "
+             "threads an OpenMP team copies 1/thr of the bytes each, without the GIL).", "",
              "| case | thr | pylayout | torch | numpy | memcpy (thr threads) | / memcpy | x torch | x numpy |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     print("\n".join(lines), flush=True)
@@ -1301,8 +1261,8 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
         f"- pylayout {info['version']} (SIMD path {info['simd']}, OpenMP {'on' if info['openmp'] else 'off'}), "
         f"torch {info['torch']}, numpy {info['numpy']}, python {platform.python_version()}",
         f"- command: {_command(quick, only, runs, sweep, max_size, plot)}",
-        "- memcpy at N threads: N Python threads, each np.copyto of 1/N of the bytes (NumPy releases the GIL "
-        "while copying, so they run in parallel), each pinned to a CPU of its own; both checked at the end",
+        "- memcpy at N threads: one C memcpy cut into N slices that an OpenMP team copies at once, without "
+        "the GIL (np.copyto at 1 thread); its CPU time / wall time is checked at the end",
     ]
     if runs > 1:
         header.append(f"- each figure: median (min-max) of {runs} runs; ratios taken within each run")
@@ -1355,9 +1315,4 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
               f"{statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f} "
               f"(= the thread count when all of its threads ran at once; lower: other processes held cores, "
               f"and every multi-thread figure of the run is suspect)", flush=True)
-    for threads in sorted(Memcpy._pools):
-        where = Memcpy.pinned.get(threads)
-        print(f"{threads}-thread memcpy workers: " + (
-            "pinned to CPUs " + ", ".join(",".join(map(str, cpus)) for cpus in where) if where else
-            "not pinned (this process may run on fewer CPUs than that; every such figure may be low)"), flush=True)
     return 0

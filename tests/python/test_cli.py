@@ -207,7 +207,7 @@ def figure(cell):
 def check_memcpy_rows(out, names):
     """Each named row at every thread count, with a memcpy measured at that thread count and
     the ratio to it."""
-    assert "memcpy at N threads: N Python threads, each np.copyto of 1/N of the bytes" in out
+    assert "memcpy at N threads: one C memcpy cut into N slices that an OpenMP team copies at once" in out
     for name in names:
         rows = bench_rows(out, name)
         assert sorted(rows) == THREADS, (name, out)
@@ -273,33 +273,36 @@ def test_bench_goal_rows_with_spread():
                            "pylayout, NumPy 16 B off a line", "/ memcpy, off a line"):
                 assert SPREAD.match(row[column]), (size, column, row[column])
     assert "multi-thread memcpy, CPU time / wall time" in out or THREADS == [1]
-    if THREADS != [1] and len(os.sched_getaffinity(0)) >= THREADS[-1]:
-        assert f"{THREADS[-1]}-thread memcpy workers: pinned to CPUs" in out, out
 
 
-def test_bench_memcpy_workers_run_on_cpus_of_their_own():
-    pytest.importorskip("torch", reason="the benchmark's buffers are torch tensors")
-    np = pytest.importorskip("numpy", reason="the benchmark's memcpy is np.copyto")
-    import threading
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+def test_bench_memcpy_reference_copies_every_byte_and_no_other(threads):
+    """The benchmark's N-thread memcpy (_core._memcpy, an OpenMP team without
+    the GIL): every byte of src lands in dst, whatever the slices' edges, and
+    nothing past dst's ends is written."""
+    for size in (0, 1, 63, 64 * threads - 1, 64 * threads, 64 * threads + 1, 4096 * threads + 17, (1 << 20) + 5):
+        src = bytes((i * 7 + 3) % 251 for i in range(size))
+        buf = bytearray(b"\xaa" * (size + 128))
+        dst = memoryview(buf)[64:64 + size]
+        cpu = pylayout._core._memcpy(dst, src, threads)
+        assert bytes(dst) == src, size
+        assert buf[:64] == b"\xaa" * 64 and buf[64 + size:] == b"\xaa" * 64, size
+        assert cpu >= 0.0
 
-    from pylayout._bench import Memcpy
 
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        pytest.skip(f"this process may run on {len(cpus)} CPU: nothing to pin apart")
-    m = Memcpy(1 << 20)
-    m.fn(2)()  # the first 2-thread copy starts (and pins) the pool
-    pool = Memcpy._pools[2]
-    barrier = threading.Barrier(2, timeout=30)
-
-    def where():  # asked of every worker at once: each answers for itself
-        barrier.wait()
-        return sorted(os.sched_getaffinity(0))
-
-    seen = sorted(f.result() for f in [pool.submit(where) for _ in range(2)])
-    assert seen == [[cpus[0]], [cpus[1]]] == sorted(Memcpy.pinned[2]), seen
-    assert sorted(os.sched_getaffinity(0)) == cpus  # the caller itself is left as it was
-    assert np.array_equal(m.dst, m.src)
+def test_bench_memcpy_reference_refuses_what_it_cannot_copy():
+    memcpy = pylayout._core._memcpy
+    with pytest.raises(ValueError, match="one size"):
+        memcpy(bytearray(5), b"abcd", 1)
+    for threads in (0, -1, 4097):
+        with pytest.raises(ValueError, match="threads"):
+            memcpy(bytearray(4), b"abcd", threads)
+    buf = bytearray(16)
+    with pytest.raises(ValueError, match="overlap"):
+        memcpy(memoryview(buf)[4:12], memoryview(buf)[:8], 2)
+    with pytest.raises(TypeError):
+        memcpy(b"abcd", bytearray(4), 1)  # dst must be writable
+    assert bytes(buf) == bytes(16)
 
 
 def test_bench_sweep_prints_a_table(tmp_path):
