@@ -873,8 +873,9 @@ def bench_in_cache(quick: bool, only: list[str] | None, runs: int = 1) -> list[s
     lines = ["## Transposes that fit in cache (GB/s; each figure one call after another on the same buffers)", "",
              "pylayout.copy_into vs torch dst.copy_(x) vs np.copyto(dst, x), float32 transposed -> contiguous "
              "into a preallocated output; memcpy: the same bytes, also in cache, at the row's thread count "
-             "(np.copyto at 1 thread, an OpenMP team at thr).  Calls are timed in batches (calls per batch in the case name); every figure includes "
-             "its Python call, which at 64 KB is a large part of it: see µs/call.  The 'NumPy operands' columns "
+             "(np.copyto at 1 thread, an OpenMP team at thr).  Calls are timed in batches (calls per batch in "
+             "the case name); every figure includes its Python call, which at 64 KB is a large part of it: see "
+             "µs/call.  The 'NumPy operands' columns "
              "time pylayout.copy_into on the same memory as NumPy arrays (x.numpy(), dst.numpy()): NumPy "
              "operands, as the memcpy's are, cost pylayout a shorter call than torch tensors (no autograd "
              "routing, guards or version bump).  The 'off a line' columns time it on NumPy arrays whose src "
