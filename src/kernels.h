@@ -232,6 +232,10 @@ typedef struct _pylayout_kernels {
      * first, for a copy that repeats the one before it (plan.c,
      * pl_repeats); set where tile_wrap is. */
     _pylayout_tile_fn tile_wrap_back[PL_NSIZES];
+    /* Whether tile_wrap also beats tile for such dst rows that start on a
+     * line (torch's buffers) where no rows are crowded (plan.c,
+     * PL_WRAP_MAX_ROW_BYTES); where false, only crowded ones take it. */
+    bool tile_wrap_on_lines[PL_NSIZES];
     /* Transposes of 3-element groups packed in both tensors (an RGB
      * image's pixels, (H,W,3) by (1,0,2)), per size of one element: a tile
      * of na x nb groups of 3 * size bytes, as the tiles above; NULL: the

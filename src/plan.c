@@ -1193,6 +1193,23 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * / 24.2-24.6.  Rows not crowded, and copies past 1 MiB, gained nothing
  * or lost (1024 x 1000 float32, 4 MiB: 0.93x).
  *
+ * Since the wrapped tiles prefetch their next dst lines (session 42,
+ * copy_x86.c), the AVX-512 ones (tile_wrap_on_lines) also take rows on a
+ * line that are not crowded, up to PL_WRAP_MAX_BYTES.  Same dev VM, /tmp
+ * harness calling pylayout_copy, best of 9 batches, three alternated
+ * runs, us, tiles / wrapped, 1 thread: float32 128 x 128 1.79-1.91 /
+ * 1.47-1.50, 256 x 256 7.4-7.8 / 6.6-7.0, 320 x 320 10.2-10.5 / 9.6-9.8;
+ * float64 64 x 64 1.01-1.12 / 0.61-0.64, 128 x 128 4.2-4.4 / 2.8-3.0, 192 x
+ * 192 8.8-9.2 / 6.0-6.3, 384 x 128 12.8-12.9 / 8.8-9.3; 2 threads: float32
+ * 128 x 128 1.8-1.9 / 1.5-1.6, 384 x 384 9.8-10.0 / 9.1-9.4, 768 x 256
+ * 12.8-14.1 / 11.5-12.5; float64 128 x 128 4.3-4.6 / 2.8-3.0, 384 x 128
+ * 7.9-8.2 / 5.7-5.9; the rest level (float32 128 x 512, 256 x 512, float64
+ * 128 x 256).  In the same bench (python -m pylayout bench --only in-cache,
+ * torch operands, 2 threads, / memcpy at 2 threads) 256 x 256 float32 went
+ * from 0.65-0.69 to 0.69-0.72.  AVX2's 8 x 8 blocks lost there (float32
+ * 128 x 128 1.84-1.90 / 2.04-2.08, 256 x 256 7.4-7.5 / 8.9, 384 x 384
+ * 16.3-17.5 / 20.1-20.7) and keep the tiles.
+ *
  * Crowded rows on lines keep the wrapped tiles up to
  * PL_WRAP_MAX_CROWDED_BYTES: past 1 MiB the split's tiles of such rows go
  * to 4 x 4 blocks (copy_x86.c, pl_tile4_avx2), which at 1-2 MiB read src
@@ -1294,7 +1311,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
                             p->dsb <= (crowded ? PL_WRAP_MAX_CROWDED_ROW_BYTES : PL_WRAP_MAX_ROW_BYTES);
     const bool small = stream_bytes <= (crowded ? PL_WRAP_MAX_CROWDED_BYTES : PL_WRAP_MAX_BYTES);
     if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL && !pl_src_lines_crowded(p) &&
-        (head != 0 ? small || crowded : small && crowded)) {
+        (head != 0 ? small || crowded : small && (crowded || k->tile_wrap_on_lines[lg]))) {
         /* units of whole rows, at least 4 a thread when the copy may go
          * parallel */
         p->tile = k->tile_wrap[lg];

@@ -238,12 +238,14 @@ END_TEST
  * runs them backwards and the third forwards again.  Dense dst rows of 512
  * bytes to 4 KiB (the wrapped tiles), on a line or starting 1 to 15
  * elements before one (the wraps), dst row counts that leave a short last
- * block and 1 MiB copies that go parallel at 2 threads. */
+ * block and 1 MiB copies that go parallel at 2 threads; rows on a line
+ * that are not a multiple of 2 KiB apart take them on AVX-512 only. */
 static void run_again_set(int threads, void *ctx)
 {
     (void)ctx;
     static const tcase2 cases[] = {{128, 128, 0, 0}, {144, 77, 0, 0}, {256, 200, 0, 0}, {512, 512, 0, 0},
-                                   {512, 17, 0, 0},  {1024, 70, 0, 0}, {1024, 256, 0, 0}, {128, 130, 512, 0}};
+                                   {512, 17, 0, 0},  {1024, 70, 0, 0}, {1024, 256, 0, 0}, {128, 130, 512, 0},
+                                   {320, 320, 0, 0}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         for (int o = 0; o < NOFFSETS; o++)
             run_times(&cases[i], offsets[2 * o], offsets[2 * o + 1], (unsigned)(i * 53 + o * 5 + threads), 3);
