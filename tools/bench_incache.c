@@ -11,7 +11,10 @@
  *
  * BENCH_OFFSET=n puts both buffers n bytes past a line instead of 16 (0:
  * on lines, as torch's buffers are); BENCH_DOFF=n moves dst n bytes more
- * (its page offset relative to src).
+ * (its page offset relative to src); BENCH_PITCH=n puts the src rows n
+ * elements apart instead of C (n >= C: a view of a wider matrix), which
+ * shows what row strides that are multiples of 256 bytes cost in L2 (see
+ * docs/benchmarks.md, session 43).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -36,9 +39,11 @@ static void bench(int64_t R, int64_t C, int rounds)
     const uint64_t offset = off_env != NULL ? (uint64_t)atoi(off_env) : 16;
     const char *doff_env = getenv("BENCH_DOFF"); /* extra dst offset (bytes) */
     const uint64_t doff = doff_env != NULL ? (uint64_t)atoi(doff_env) : 0;
+    const char *pitch_env = getenv("BENCH_PITCH"); /* src row stride (elements) */
+    const int64_t pitch = pitch_env != NULL && atoll(pitch_env) > C ? atoll(pitch_env) : C;
     const size_t bytes = (size_t)(R * C) * 4;
-    char *a = xalloc(bytes + offset + 64), *b = xalloc(bytes + offset + doff + 64);
-    int64_t shape[2] = {C, R}, sstr[2] = {1, C};
+    char *a = xalloc((size_t)(R * pitch) * 4 + offset + 64), *b = xalloc(bytes + offset + doff + 64);
+    int64_t shape[2] = {C, R}, sstr[2] = {1, pitch};
     DLDataType f32 = {kDLFloat, 32, 1};
     DLTensor src = {a, {kDLCPU, 0}, 2, f32, shape, sstr, offset};
     DLTensor dst = {b, {kDLCPU, 0}, 2, f32, shape, NULL, offset + doff};
@@ -61,6 +66,8 @@ static void bench(int64_t R, int64_t C, int rounds)
         t = (now() - t0) / reps;
         tm = t < tm ? t : tm;
     }
+    if (pitch != C)
+        printf("  (src rows %lld elements apart)\n", (long long)pitch);
     printf("%5lld x %-5lld %7.0f KiB  pylayout %8.2f us %6.1f GB/s  memcpy %7.2f us  ratio %.2f\n", (long long)R,
            (long long)C, bytes / 1024.0, tp * 1e6, bytes / tp / 1e9, tm * 1e6, tm / tp);
     free(a);
