@@ -201,14 +201,22 @@ static void pl_sfence(void) { _mm_sfence(); }
  * stay in L1/L2 while the next rows use their next lines.  A unit writes
  * its own rows only: row 0's first h elements on their own (MOVE2D), and
  * its last virtual row only up to the wrap.  A dst on a line (h = 0) is
- * the same passes with no wrap.  Anything else (rows not dense or not
- * whole lines, fewer than V rows) goes to TILE.  Figures: plan.c,
+ * the same passes with no wrap.  Anything else (rows not dense, fewer than
+ * V rows, dst not on a whole element) goes to TILE.  Figures: plan.c,
  * PL_WRAP_MAX_ROW_BYTES.  NAME##_back stores the same blocks in the
  * opposite order, last pass, row and column first (plan.c, pl_repeats).
  *
+ * Dense rows that are not a whole number of lines long (float32 rows of
+ * 260 elements) start at a different place in a line each, so h aligns
+ * row 0's blocks only and the others' stores straddle lines: the same
+ * walk, each dst line written in two stores, one block after the other.
+ * The passes and the prefetch below still make it the faster route in L2
+ * (plan.c, PL_WRAP_MAX_ROW_BYTES, session 43).
+ *
  * Each block first prefetches for writing (PREFETCHW) the dst lines of
  * the pass's next block in the same V rows, when that block starts a line
- * and lies whole before the wrap.  In L2 the blocks' stores, V rows apart,
+ * (in rows off their lines: always, the line its store starts in) and
+ * lies whole before the wrap.  In L2 the blocks' stores, V rows apart,
  * otherwise each wait for their line's read for ownership, which no
  * hardware prefetcher starts for stores hopping between rows (the same
  * loads and stores with no shuffles at all took as long as the transpose).
@@ -268,7 +276,7 @@ static void pl_sfence(void) { _mm_sfence(); }
                                                                        int64_t dsb, int64_t na, int64_t nb, bool back) \
     {                                                                                                    \
         const int64_t h = (int64_t)((64 - (uintptr_t)dst % 64) % 64) / (SIZE);                          \
-        if (nb < (V) || dsb != na * (SIZE) || dsb % 64 != 0 || (uintptr_t)dst % (SIZE) != 0) {           \
+        if (nb < (V) || dsb != na * (SIZE) || (uintptr_t)dst % (SIZE) != 0) {                            \
             TILE(src, ssa, dst, dsb, na, nb);                                                            \
             return;                                                                                      \
         }                                                                                                \
@@ -277,6 +285,7 @@ static void pl_sfence(void) { _mm_sfence(); }
         const int64_t cw = (na - h) / (V) * (V); /* the first block that reaches the wrap */             \
         const int64_t ct = 512 / (SIZE); /* virtual columns a pass: 512 bytes of each src row */       \
         const int64_t passes = (na + ct - 1) / ct, rows = (nb + (V) - 1) / (V);                           \
+        const bool off_lines = dsb % 64 != 0; /* each row's blocks straddle lines (see above) */          \
         for (int64_t pk = 0; pk < passes; pk++) {                                                        \
             const int64_t c0 = (back ? passes - 1 - pk : pk) * ct;                                        \
             const int64_t c1 = c0 + ct < na ? c0 + ct : na;                                              \
@@ -290,7 +299,7 @@ static void pl_sfence(void) { _mm_sfence(); }
                 for (int64_t ck = 0; ck < cols; ck++) {                                                  \
                     const int64_t c = c0 + (back ? cols - 1 - ck : ck) * (V);                            \
                     const int64_t cn = back ? c - (V) : c + (V); /* the pass's next block in these rows */ \
-                    if (ck + 1 < cols && cn < cw && cn * (SIZE) % 64 == 0)                               \
+                    if (ck + 1 < cols && cn < cw && (off_lines || cn * (SIZE) % 64 == 0))                \
                         for (int k = 0; k < (V); k++) /* its dst lines, for writing: see above */       \
                             __builtin_prefetch(d + k * dsb + cn * (SIZE), 1, 3);                         \
                     if (c < cw)                                                                          \

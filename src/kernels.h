@@ -222,19 +222,23 @@ typedef struct _pylayout_kernels {
      * and 8-byte ones; the caller fences), or all of it stored (1-byte);
      * NULL: the cached tiles above. */
     _pylayout_tile_fn tile_runs[PL_NSIZES];
-    /* Cached-store tiles for dst rows that are dense, a whole number of
-     * lines long, and all start the same whole number of elements before
-     * a line (NumPy's buffers) or on one: every dst line written once,
-     * aligned.  They want tiles spanning all of a (ta == na) and fall back
-     * to the tiles above for any other dst. */
+    /* Cached-store tiles for dense dst rows.  Where the rows are a whole
+     * number of lines long and all start the same whole number of
+     * elements before a line (NumPy's buffers) or on one, every dst line
+     * is written once, aligned; rows of any other length are written in
+     * the same order, each line in two stores.  They want tiles spanning
+     * all of a (ta == na) and fall back to the tiles above for any other
+     * dst. */
     _pylayout_tile_fn tile_wrap[PL_NSIZES];
     /* The same tiles storing their blocks in the opposite order, last
      * first, for a copy that repeats the one before it (plan.c,
      * pl_repeats); set where tile_wrap is. */
     _pylayout_tile_fn tile_wrap_back[PL_NSIZES];
     /* Whether tile_wrap also beats tile for such dst rows that start on a
-     * line (torch's buffers) where no rows are crowded (plan.c,
-     * PL_WRAP_MAX_ROW_BYTES); where false, only crowded ones take it. */
+     * line (torch's buffers) where no rows are crowded, and for dst rows
+     * off their lines past 1 MiB where src rows are crowded (plan.c,
+     * PL_WRAP_MAX_ROW_BYTES); where false, only crowded ones take it, and
+     * rows off their lines up to 1 MiB only. */
     bool tile_wrap_on_lines[PL_NSIZES];
     /* Transposes of 3-element groups packed in both tensors (an RGB
      * image's pixels, (H,W,3) by (1,0,2)), per size of one element: a tile

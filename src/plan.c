@@ -1234,7 +1234,35 @@ static int64_t pl_transpose_tile(size_t itemsize)
  * 16 KiB gained at 1 thread and came out level at 2 (float32 4096 x 128 at
  * 2 threads 116-126 / 123-126), dst rows of 4-8 KiB not crowded mixed
  * (float32 rows of 1520 elements 16 bytes into a line, src rows of 512: 1
- * thread 376-404 / 279-296, 2 threads 182-185 / 207-229). */
+ * thread 376-404 / 279-296, 2 threads 182-185 / 207-229).
+ *
+ * Dense dst rows that are not a whole number of lines long (float32 rows
+ * of 260 elements: each row starts at its own place in a line) take them
+ * too, up to PL_WRAP_MAX_BYTES, and with src rows a multiple of 2 KiB
+ * apart up to PL_WRAP_MAX_CROWDED_BYTES where the table's wrapped tiles
+ * also take rows on a line (AVX-512): their stores straddle lines, but the
+ * passes and the prefetch of the next block's dst lines still beat the
+ * plain tiles' 32 x 32 groups, which took them until session 43.  2-core
+ * Xeon dev VM, tools/bench_incache 9 (float32, src R x C read transposed
+ * into dst rows of R elements), three alternated runs of the build before
+ * and this one, us, before / after:
+ *   AVX-512, 1 thread, on a line: 130 x 130 2.59-2.67 / 2.09-2.16, 129 x
+ *   300 5.92-6.07 / 4.73-4.87, 260 x 496 17.6-18.2 / 13.5-14.1, 200 x 1000
+ *   27.9-29.9 / 23.1-23.7, 1000 x 200 26.5-27.5 / 19.8-20.5, 500 x 500
+ *   42.0-45.2 / 29.6-32.9, src rows of 512: 260 x 512 19.6-20.4 /
+ *   16.0-17.6, 1000 x 512 263-268 / 132-151; 16 bytes into a line: 260 x
+ *   496 18.2-18.8 / 16.0-16.2, 1000 x 200 30.3-38.2 / 23.2-23.9;
+ *   AVX-512, 2 threads: 500 x 500 27.2-27.7 / 18.8-19.6, 1000 x 200
+ *   20.4-21.8 / 14.0-14.3, 200 x 1000 17.1-19.9 / 15.7-16.9, 1000 x 512
+ *   103-106 / 84-91;
+ *   AVX2 (PYLAYOUT_SIMD=avx2), 1 thread: 130 x 130 3.33-3.47 / 2.20-2.37,
+ *   500 x 500 40.9-42.8 / 30.0-32.3; 2 threads, 16 bytes into a line:
+ *   500 x 500 26.4-27.6 / 18.8-20.2, 1000 x 200 25.7-26.6 / 15.5-15.8;
+ *   float64 (NumPy operands on a line, python, best of 9 batches), 1
+ *   thread: 130 x 300 12.1-12.3 / 8.8-9.4, 300 x 130 11.7-12.3 / 7.4-7.8,
+ *   500 x 200 31-38 / 21-23.
+ * AVX2 lost at 2 threads past 1 MiB (src rows of 512, 1000 x 512: 89-99 /
+ * 106-120), hence its 1 MiB. */
 #define PL_WRAP_MAX_ROW_BYTES 4096
 #define PL_WRAP_ROWS 128
 #define PL_WRAP_MAX_BYTES ((int64_t)1024 * 1024)
@@ -1306,12 +1334,14 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     const bool large = stream_bytes >= pl_stream_min_bytes(is, p->dsb, wide, crowded, nt); /* whole copy */
     const bool line_rows = large && k->tile_stream[lg] != NULL && lines && p->na * is >= PL_LINE_BYTES;
     /* the wrapped tiles: see PL_WRAP_MAX_ROW_BYTES */
-    const bool dense_rows = p->dsb == p->na * is && p->dsb % PL_LINE_BYTES == 0 &&
-                            p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES &&
+    const bool dense_rows = p->dsb == p->na * is && p->dsb >= PL_ALIGN_SPLIT_ROW_BYTES &&
                             p->dsb <= (crowded ? PL_WRAP_MAX_CROWDED_ROW_BYTES : PL_WRAP_MAX_ROW_BYTES);
     const bool small = stream_bytes <= (crowded ? PL_WRAP_MAX_CROWDED_BYTES : PL_WRAP_MAX_BYTES);
+    const bool on_lines = p->dsb % PL_LINE_BYTES == 0; /* off them: every row at its own place in a line */
     if (!large && dense_rows && head % is == 0 && k->tile_wrap[lg] != NULL && !pl_src_lines_crowded(p) &&
-        (head != 0 ? small || crowded : small && (crowded || k->tile_wrap_on_lines[lg]))) {
+        (!on_lines  ? stream_bytes <= PL_WRAP_MAX_BYTES || (small && k->tile_wrap_on_lines[lg])
+         : head != 0 ? small || crowded
+                     : small && (crowded || k->tile_wrap_on_lines[lg]))) {
         /* units of whole rows, at least 4 a thread when the copy may go
          * parallel */
         p->tile = k->tile_wrap[lg];

@@ -239,13 +239,18 @@ END_TEST
  * bytes to 4 KiB (the wrapped tiles), on a line or starting 1 to 15
  * elements before one (the wraps), dst row counts that leave a short last
  * block and 1 MiB copies that go parallel at 2 threads; rows on a line
- * that are not a multiple of 2 KiB apart take them on AVX-512 only. */
+ * that are not a multiple of 2 KiB apart take them on AVX-512 only.  Dense
+ * dst rows that are not a whole number of lines long (R not a multiple of
+ * 16: every row starts at its own place in a line, its stores straddle
+ * lines) take them too: up to 1 MiB, and up to 2 MiB on AVX-512 where src
+ * rows are a multiple of 2 KiB apart (700 x 512). */
 static void run_again_set(int threads, void *ctx)
 {
     (void)ctx;
-    static const tcase2 cases[] = {{128, 128, 0, 0}, {144, 77, 0, 0}, {256, 200, 0, 0}, {512, 512, 0, 0},
+    static const tcase2 cases[] = {{128, 128, 0, 0}, {144, 77, 0, 0},  {256, 200, 0, 0},  {512, 512, 0, 0},
                                    {512, 17, 0, 0},  {1024, 70, 0, 0}, {1024, 256, 0, 0}, {128, 130, 512, 0},
-                                   {320, 320, 0, 0}};
+                                   {320, 320, 0, 0}, {130, 130, 0, 0}, {129, 300, 0, 0},  {260, 496, 0, 0},
+                                   {500, 500, 0, 0}, {1000, 200, 0, 0}, {700, 512, 0, 0}, {250, 33, 0, 0}};
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         for (int o = 0; o < NOFFSETS; o++)
             run_times(&cases[i], offsets[2 * o], offsets[2 * o + 1], (unsigned)(i * 53 + o * 5 + threads), 3);

@@ -14,8 +14,10 @@ float64 rows of 512 bytes to 4 KiB instead take the wrapped tiles
 7 float64 elements, ragged row counts, several units at 2 threads; up to
 2 MiB, and dst rows up to 8 KiB, where rows are a multiple of 2 KiB apart,
 dst on a line or not; on AVX-512 also rows on a line that are not, such
-as 128 x 128 float32 and 192 x 192 float64), prefetching their next dst
-lines, and
+as 128 x 128 float32 and 192 x 192 float64; and dense rows that are not a
+whole number of lines long, each starting at its own place in a line, up
+to 1 MiB, and 2 MiB on AVX-512 where src rows are a multiple of 2 KiB
+apart), prefetching their next dst lines, and
 walk them backwards when a copy repeats the one before it on the same
 buffers (pl_repeats: the same copy three times into one dst); but where
 src rows are a multiple of a page apart and off their lines, the split's
@@ -132,7 +134,12 @@ def run():
                                                  (512, 512, np.float64), (384, 1024, np.float64),
                                                  (2048, 100, np.float32), (1024, 77, np.float64),
                                                  (320, 320, np.float32), (192, 192, np.float64),
-                                                 (384, 128, np.float64))):
+                                                 (384, 128, np.float64),
+                                                 # dst rows off their lines
+                                                 (130, 130, np.float32), (260, 496, np.float32),
+                                                 (500, 500, np.float32), (1000, 200, np.float32),
+                                                 (700, 512, np.float32), (130, 300, np.float64),
+                                                 (300, 130, np.float64), (190, 1024, np.float64))):
             for soff, doff in ((0, 0), (16, 16), (4, 60), (0, 8)):
                 again(source(rows, cols, 0, soff, 300 + i, dtype), doff)
         # wider elements: dst rows of 512 bytes and more split at dst's
