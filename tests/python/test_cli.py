@@ -256,7 +256,8 @@ def test_bench_goal_rows_with_spread():
                 "--only", "permute 5-D", "--only", "uint8", "--only", "1 KB")
     assert "median (min-max) of 2 runs" in out
     check_memcpy_rows(out, ["complex no-view", "in-cache 2-D transpose 64 KB", "in-cache 2-D transpose 256 KB",
-                            "in-cache 2-D transpose 1 MB", "permute 5-D", "2-D transpose 1024x1024 uint8"])
+                            "in-cache 2-D transpose 1 MB", "in-cache 2-D transpose, dst rows off their lines",
+                            "permute 5-D", "2-D transpose 1024x1024 uint8"])
     for name, ref in (("1 KB torch tensor", "torch .contiguous()"), ("1 KB NumPy array", "np.ascontiguousarray")):
         rows = bench_rows(out, name)
         assert sorted(rows) == THREADS, out
@@ -267,8 +268,8 @@ def test_bench_goal_rows_with_spread():
     for row in bench_rows(out, "permute 5-D").values():
         for column in ("convert: pylayout", "memcpy (thr threads)", "/ memcpy", "x torch"):
             assert SPREAD.match(row[column]), (column, row[column])
-    for size in ("64 KB", "256 KB", "1 MB"):
-        for row in bench_rows(out, f"in-cache 2-D transpose {size}").values():
+    for size in (" 64 KB", " 256 KB", " 1 MB", ", dst rows off their lines"):
+        for row in bench_rows(out, f"in-cache 2-D transpose{size}").values():
             for column in ("pylayout, NumPy operands", "/ memcpy, NumPy operands",
                            "pylayout, NumPy 16 B off a line", "/ memcpy, off a line"):
                 assert SPREAD.match(row[column]), (size, column, row[column])
