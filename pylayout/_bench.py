@@ -860,9 +860,12 @@ def bench_views_into(quick: bool, only: list[str] | None, runs: int = 1) -> list
 # a power of two, then a 1 MB transpose whose dst rows (2000 bytes) are not
 # a whole number of lines long, so each starts at its own place in a line
 # (the wrapped tiles' straddling stores, session 43).
-IN_CACHE_CASES = tuple((f"in-cache 2-D transpose {label} f32", side, side)
-                       for side, label in ((128, "64 KB"), (256, "256 KB"), (512, "1 MB"))) + (
-    ("in-cache 2-D transpose, dst rows off their lines, 1 MB f32", 500, 500),)
+IN_CACHE_CASES = (
+    ("in-cache 2-D transpose 64 KB f32", 128, 128),
+    ("in-cache 2-D transpose 256 KB f32", 256, 256),
+    ("in-cache 2-D transpose 1 MB f32", 512, 512),
+    ("in-cache 2-D transpose, dst rows off their lines, 1 MB f32", 500, 500),
+)
 
 # The layout table's memcpy copies smaller tensors several times a call, at
 # least this many bytes in all: one 2-thread memcpy of 0.5 MB a call took
