@@ -342,7 +342,7 @@ static void interleave(bool pack, void *zp, void *rp, void *ip, int64_t n, size_
     int64_t chunks = (n + PL_PACK_CHUNK - 1) / PL_PACK_CHUNK;
     if (chunks > PL_MAX_CHUNKS)
         chunks = PL_MAX_CHUNKS;
-    _pylayout_parallel_ranges(n, (int)chunks, PL_PACK_ALIGN, nthreads, interleave_range, &job);
+    _pylayout_parallel_ranges(n, (int)chunks, PL_PACK_ALIGN, 1, nthreads, interleave_range, &job);
 }
 
 static int64_t count(const DLTensor *t)

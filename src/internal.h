@@ -155,9 +155,10 @@ typedef void (*_pylayout_range_fn)(void *ctx, int64_t lo, int64_t hi);
  * none; a caller whose threads must not share cache lines passes enough
  * elements for a line), and runs fn(ctx, lo, hi) for each on
  * _pylayout_parallel_for with nthreads; returns what that returns.  Ranges
- * the caller runs alone may come merged: one call for consecutive ones. */
-int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads, _pylayout_range_fn fn,
-                              void *ctx);
+ * may come merged, one call for consecutive ones: those the caller runs
+ * alone, and up to span_max (>= 1) of a thread's own in the team. */
+int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int span_max, int nthreads,
+                              _pylayout_range_fn fn, void *ctx);
 
 /* Copies of fewer bytes than this run on the calling thread, not cut into
  * chunks: 1 MiB, 256 KiB for a copy in a run (_pylayout_copy_in_run), or

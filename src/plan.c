@@ -938,7 +938,11 @@ static void pl_run(const pl_plan *p, int64_t total_bytes, int nt)
          * holds up nothing it has not started. */
         int64_t chunks = pl_min(units, total_bytes / pl_chunk_bytes(total_bytes, nt));
         chunks = pl_max(2, pl_min(chunks, PL_MAX_CHUNKS));
-        _pylayout_note_copy_threads(_pylayout_parallel_ranges(units, (int)chunks, 1, nt, pl_run_units, (void *)p));
+        /* a thread's own chunks in claims of PL_CHUNK_MAX_BYTES at most
+         * (threads.c, pl_claim_size) */
+        const int64_t span_max = pl_max(1, PL_CHUNK_MAX_BYTES * chunks / pl_max(1, total_bytes));
+        _pylayout_note_copy_threads(
+            _pylayout_parallel_ranges(units, (int)chunks, 1, (int)span_max, nt, pl_run_units, (void *)p));
         return;
     }
     _pylayout_note_copy_threads(1);

@@ -27,8 +27,10 @@
  * opens once and whose threads never leave the region:
  *   - the work is cut into chunks; each participant, the caller included,
  *     claims its own contiguous run of them from the front and then the
- *     others' from the back (one compare-and-swap per chunk), so a worker the
- *     kernel has not run yet simply finds nothing left;
+ *     others' from the back, one compare-and-swap per claim, so a worker the
+ *     kernel has not run yet simply finds nothing left; a participant that
+ *     comes in time claims its own in spans of several chunks, run as one
+ *     call (pl_claim_size), the others' one at a time;
  *   - the caller waits only for chunks another thread has actually claimed;
  *   - idle workers poll briefly, yielding the core to anyone who wants it,
  *     then sleep on a condition variable instead of burning a core their
@@ -326,6 +328,9 @@ static int pl_affordable(int n)
 #define PL_HI16(w) ((int)(((w) >> 16) & 0xffff))
 #define PL_LO16(w) ((int)((w)&0xffff))
 
+/* Runs chunks [c0, c1) of a job as one call. */
+typedef void (*pl_span_fn)(void *ctx, int c0, int c1);
+
 static struct {
     pthread_mutex_t lock;    /* sleeping and waking; creating and stopping */
     pthread_cond_t work;     /* idle workers sleep here */
@@ -347,6 +352,8 @@ static struct {
     pthread_t service;
     /* the current job, written before its job word is published */
     _pylayout_chunk_fn fn;
+    pl_span_fn span; /* consecutive chunks as one call; NULL: none */
+    int span_max;    /* chunks one claim of a participant's own may take */
     void *ctx;
     /* Participant p (the caller is 0, worker w is w + 1) starts on chunks
      * [p * chunks / n, (p + 1) * chunks / n) and claims them from the front;
@@ -354,8 +361,12 @@ static struct {
      * thus writes one contiguous run of the output, as a static split would
      * (adjacent chunks share cache lines of dst where its rows are not
      * line-aligned: interleaving threads chunk by chunk made 2-thread 2 MiB
-     * transposes slower than 1 thread), and the threads meet once per run. */
+     * transposes slower than 1 thread), and the threads meet once per run.
+     * A participant none of whose own chunks were taken yet (it came in
+     * time) claims up to span_max of them at once, as one span: see
+     * pl_claim_size. */
     _Atomic uint64_t range[PL_MAX_THREADS];
+    int end[PL_MAX_THREADS]; /* one past participant p's own chunks */
 } pl_team = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER, .finished = PTHREAD_COND_INITIALIZER};
 
 static void pl_team_after_fork(void)
@@ -393,18 +404,46 @@ static inline void pl_cpu_relax(void)
 #endif
 }
 
-/* Runs chunk c of the current job and counts it done; the last one wakes a
- * caller asleep on it. */
-static void pl_run_chunk(int c, int chunks)
+/* Runs chunks [c0, c1) of the current job and counts them done; the last
+ * one wakes a caller asleep on it. */
+static void pl_run_chunks(int c0, int c1, int chunks)
 {
-    /* Until c is counted done, the job and its fn/ctx stay in place: its
-     * caller waits for it. */
-    pl_team.fn(pl_team.ctx, c);
-    if (atomic_fetch_add(&pl_team.done, 1) + 1 == chunks && atomic_load(&pl_team.waiting)) {
+    /* Until they are counted done, the job and its fn/ctx stay in place:
+     * its caller waits for them. */
+    if (c1 - c0 > 1)
+        pl_team.span(pl_team.ctx, c0, c1);
+    else
+        pl_team.fn(pl_team.ctx, c0);
+    if (atomic_fetch_add(&pl_team.done, c1 - c0) + (c1 - c0) == chunks && atomic_load(&pl_team.waiting)) {
         pthread_mutex_lock(&pl_team.lock);
         pthread_cond_signal(&pl_team.finished);
         pthread_mutex_unlock(&pl_team.lock);
     }
+}
+
+/* How many of its own chunks, range word w, participant `me` claims at
+ * once: up to span_max while no other thread has taken any from their back
+ * (it came in time, and nobody is idle waiting for it), else one, so that
+ * a thread that finished its own can take the rest.  A span is one call
+ * over one contiguous run of units: a copy that repeats the one before it
+ * (plan.c, pl_repeats) walks the whole run backwards, starting on the lines
+ * the last one left in L1, and the run's set-up is paid once.  Measured on
+ * the 2-core dev VM, float32 transposes into a preallocated dst in a loop,
+ * 2 threads, chunks of 64 KiB: BENCH_OFFSET=0 build/tools/bench_incache 60
+ * 2 256 256 512 512, the builds without and with spans alternating three
+ * times, us a copy: 256 x 256 5.32-5.42 -> 4.72-5.22, 512 x 512 19.6-19.8
+ * -> 18.6-19.1; pylayout.copy_into on torch tensors, five processes each:
+ * 6.8-7.4 -> 6.4-6.6 and 22.6-25.3 -> 21.2-24.7.  Chunk by chunk, each
+ * 64 KiB chunk took 1.9-2.0 us there, against 1.6 us a 64 KiB share of a
+ * 128 KiB copy by one thread.  The cost: a worker preempted inside a span
+ * holds its caller up for the span, not a chunk, so plan.c keeps a span to
+ * PL_CHUNK_MAX_BYTES, the longest chunk. */
+static int pl_claim_size(uint64_t w, int me)
+{
+    const int left = PL_LO16(w) - PL_HI16(w);
+    if (pl_team.span == NULL || PL_LO16(w) != pl_team.end[me])
+        return 1;
+    return left < pl_team.span_max ? left : pl_team.span_max;
 }
 
 /* Participant `me` of job `gen` (n participants, `chunks` chunks): its own
@@ -416,10 +455,11 @@ static int pl_participate(uint32_t gen, int me, int n, int chunks)
     _Atomic uint64_t *own = &pl_team.range[me];
     uint64_t w = atomic_load_explicit(own, memory_order_acquire);
     while (PL_GEN(w) == gen && PL_HI16(w) < PL_LO16(w)) {
-        if (atomic_compare_exchange_weak_explicit(own, &w, PL_WORD(gen, PL_HI16(w) + 1, PL_LO16(w)),
+        const int k = pl_claim_size(w, me);
+        if (atomic_compare_exchange_weak_explicit(own, &w, PL_WORD(gen, PL_HI16(w) + k, PL_LO16(w)),
                                                   memory_order_acq_rel, memory_order_acquire)) {
-            pl_run_chunk(PL_HI16(w), chunks);
-            ran++;
+            pl_run_chunks(PL_HI16(w), PL_HI16(w) + k, chunks);
+            ran += k;
             w = atomic_load_explicit(own, memory_order_acquire);
         }
     }
@@ -429,7 +469,7 @@ static int pl_participate(uint32_t gen, int me, int n, int chunks)
         while (PL_GEN(w) == gen && PL_HI16(w) < PL_LO16(w)) {
             if (atomic_compare_exchange_weak_explicit(other, &w, PL_WORD(gen, PL_HI16(w), PL_LO16(w) - 1),
                                                       memory_order_acq_rel, memory_order_acquire)) {
-                pl_run_chunk(PL_LO16(w) - 1, chunks);
+                pl_run_chunks(PL_LO16(w) - 1, PL_LO16(w), chunks);
                 ran++;
                 w = atomic_load_explicit(other, memory_order_acquire);
             }
@@ -518,8 +558,6 @@ static bool pl_team_ready(int workers)
 
 /* Runs chunks [c0, c1) of a job on the calling thread, as one call where
  * the job can merge consecutive chunks (span), else chunk by chunk. */
-typedef void (*pl_span_fn)(void *ctx, int c0, int c1);
-
 static void pl_run_alone(_pylayout_chunk_fn fn, pl_span_fn span, void *ctx, int c0, int c1)
 {
     if (span != NULL && c1 > c0) {
@@ -604,17 +642,18 @@ static bool pl_in_run(int64_t now) { return pl_run_copy_end > 0 && now - pl_run_
 #endif /* _OPENMP */
 
 /* _pylayout_parallel_for, where span (NULL: none) runs consecutive chunks
- * as one call.  The caller's first chunks, run alone while it times them,
- * are then merged into spans that double in length (1, 2, 4, ... chunks
- * between looks at the clock): each chunk costs a call, a clock read and
- * its range's set-up, and a copy that stays under PL_ENGAGE_NS on its own
- * runs mostly as one span.  Measured on the 2-core dev VM, float32 n x n
+ * as one call, up to span_max of them in the team (pl_claim_size).  The
+ * caller's first chunks, run alone while it times them, are then merged
+ * into spans that double in length (1, 2, 4, ... chunks between looks at
+ * the clock): each chunk costs a call, a clock read and its range's
+ * set-up, and a copy that stays under PL_ENGAGE_NS on its own runs mostly
+ * as one span.  Measured on the 2-core dev VM, float32 n x n
  * transposes, chunks of 64 KiB, best of 7 batches, 1 thread / 2 threads
  * chunk by chunk: n=512 42.0-43.8 / 43.3-46.0 us, n=724 38.0-40.1 /
  * 39.9-43.5 us (2 MiB, 32 chunks: never the team, all chunk overhead).
  * A copy whose pace only later shows it long engages the team at most one
  * span later than chunk by chunk, i.e. after at most twice the time. */
-static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span_fn span, void *ctx)
+static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span_fn span, int span_max, void *ctx)
 {
     int c = 0, entitled = 1;
 #ifdef _OPENMP
@@ -660,6 +699,8 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
         else if (t >= pl_team.alone_until) {
             const uint32_t gen = PL_GEN(atomic_load(&pl_team.job)) + 1;
             pl_team.fn = fn;
+            pl_team.span = span;
+            pl_team.span_max = span != NULL && span_max > 1 ? span_max : 1;
             pl_team.ctx = ctx;
             atomic_store_explicit(&pl_team.done, 0, memory_order_relaxed);
             /* Participant p's own chunks are the p-th n-th of the whole copy,
@@ -677,6 +718,7 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
                 const int64_t lo = fixed ? (p == 0 ? c : (int64_t)p * nchunks / n) : c + (int64_t)p * left / n;
                 const int64_t hi = fixed ? (int64_t)(p + 1) * nchunks / n : c + (int64_t)(p + 1) * left / n;
                 atomic_store_explicit(&pl_team.range[p], PL_WORD(gen, lo, hi), memory_order_relaxed);
+                pl_team.end[p] = (int)hi;
             }
             atomic_store(&pl_team.job, PL_WORD(gen, n, left)); /* publishes the job */
             /* workers that may arrive late: asleep, or not yet polling (a
@@ -729,7 +771,7 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
 
 int _pylayout_parallel_for(int nchunks, int nthreads, _pylayout_chunk_fn fn, void *ctx)
 {
-    return pl_parallel(nchunks, nthreads, fn, NULL, ctx);
+    return pl_parallel(nchunks, nthreads, fn, NULL, 1, ctx);
 }
 
 /* One job of _pylayout_parallel_ranges. */
@@ -762,10 +804,11 @@ static void pl_ranges_span(void *ctx, int c0, int c1)
     job->fn(job->ctx, pl_range_start(job, c0), pl_range_start(job, c1));
 }
 
-int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int nthreads, _pylayout_range_fn fn, void *ctx)
+int _pylayout_parallel_ranges(int64_t n, int chunks, int64_t align, int span_max, int nthreads, _pylayout_range_fn fn,
+                              void *ctx)
 {
     pl_ranges_job job = {fn, ctx, n, align, chunks};
-    return pl_parallel(chunks, nthreads, pl_ranges_chunk, pl_ranges_span, &job);
+    return pl_parallel(chunks, nthreads, pl_ranges_chunk, pl_ranges_span, span_max, &job);
 }
 
 int _pylayout_threads_setting(void)
