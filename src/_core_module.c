@@ -9,6 +9,8 @@
  */
 #include "_core.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 #ifdef _OPENMP
@@ -70,6 +72,16 @@ static PyObject *mod_numpy_abi(PyObject *module, PyObject *on)
     return PyBool_FromLong(!state->np_abi_off && state->np_api != NULL);
 }
 
+/* Set in a child made by fork(), and in its children.  libgomp hangs in a
+ * forked child's first OpenMP region once the forking thread had run one
+ * (torch's ops run theirs on the caller's thread), so _memcpy, which opens
+ * its region on the calling thread, copies on one thread there.  pylayout's
+ * own copies handle fork in threads.c. */
+static atomic_bool forked;
+static void note_fork_in_child(void) { atomic_store(&forked, true); }
+static void register_fork_note(void) { (void)pthread_atfork(NULL, NULL, note_fork_in_child); }
+static pthread_once_t fork_note_once = PTHREAD_ONCE_INIT;
+
 /* The benchmark's reference (pylayout._bench.Memcpy): one memcpy of src's
  * bytes into dst, cut at 64-byte boundaries into `threads` slices that an
  * OpenMP team copies at once, with the GIL released.  Python threads each
@@ -97,9 +109,12 @@ static PyObject *mod_memcpy(PyObject *module, PyObject *args)
         double cpu = 0.0;
         Py_ssize_t step = (len + threads - 1) / threads;
         step = len >= 64 * (Py_ssize_t)threads ? (step + 63) / 64 * 64 : step;
+        const int team = atomic_load(&forked) ? 1 : threads;
         Py_BEGIN_ALLOW_THREADS
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads) reduction(+ : cpu) if (threads > 1)
+#pragma omp parallel num_threads(team) reduction(+ : cpu) if (team > 1)
+#else
+        (void)team;
 #endif
         {
 #ifdef _OPENMP
@@ -436,7 +451,8 @@ PyDoc_STRVAR(memcpy_doc,
 "_memcpy($module, dst, src, threads, /)\n--\n\n"
 "The benchmark's memcpy reference: copy src's bytes into dst, cut into\n"
 "`threads` slices an OpenMP team copies at once, without the GIL.  Returns\n"
-"the team's CPU seconds, together.\n\n"
+"the team's CPU seconds, together.  A forked child copies on one thread:\n"
+"libgomp hangs in a child's first region once its parent had run one.\n\n"
 ">>> import pylayout as pl\n"
 ">>> dst = bytearray(4); _ = pl._core._memcpy(dst, b'abcd', 2); bytes(dst)\n"
 "b'abcd'");
@@ -567,6 +583,7 @@ static int module_exec(PyObject *module)
     core_state *state = get_state(module);
     PyObject *api = NULL, *dlpack_version = NULL;
     int rc = -1;
+    pthread_once(&fork_note_once, register_fork_note);
     state->TensorType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &_plext_tensor_spec, NULL);
     if (!state->TensorType || PyModule_AddType(module, state->TensorType) < 0)
         goto done;

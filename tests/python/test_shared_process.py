@@ -76,6 +76,39 @@ TORCH_FIRST = """
 
 
 @needs_fork
+def test_fork_after_the_bench_memcpy():
+    """The benchmark's N-thread memcpy (_core._memcpy) opens its OpenMP region
+    on the calling thread, whose libgomp pool a forked child does not have:
+    a child of a parent that ran it copies on one thread, also after raising
+    pylayout's thread count, instead of hanging."""
+    proc = ok_child("""
+    import os, sys, time
+    import pylayout as pl
+    src = bytes(range(256)) * 4096
+    dst = bytearray(len(src))
+    pl._core._memcpy(dst, src, 2)                         # the parent's pool now exists
+    pid = os.fork()
+    if pid == 0:
+        for threads in (1, 2):
+            pl.set_num_threads(threads)
+            dst = bytearray(len(src))
+            pl._core._memcpy(dst, src, 2)
+            os.write(1, f"child {threads} ok={bytes(dst) == src}\\n".encode())
+        os._exit(0)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            sys.exit(os.waitstatus_to_exitcode(status))
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    print("the forked child hung in _memcpy")
+    sys.exit(2)
+    """)
+    assert "child 1 ok=True" in proc.stdout and "child 2 ok=True" in proc.stdout
+
+
+@needs_fork
 def test_fork_after_torch_os_fork():
     """A plain os.fork() child that converts 4 MiB after the parent used
     torch (and never pylayout) finishes, single-threaded."""
