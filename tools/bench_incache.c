@@ -16,6 +16,16 @@
  * elements apart instead of C (n >= C: a view of a wider matrix), which
  * shows what row strides that are multiples of 256 bytes cost in L2 (see
  * docs/benchmarks.md, session 43).
+ *
+ * A third figure, "lines", times moving the same cache lines as the
+ * transpose without transposing them: for each 16 x 16 block of src, its
+ * 16 row pieces of 64 bytes go to the 16 dst rows the block's columns
+ * become, as they are, in the plainest block order (src column blocks
+ * outer).  It reads and writes exactly the transpose's lines, in cache,
+ * with no shuffle at all: what the access pattern alone costs, beside
+ * memcpy's sequential walk (docs/benchmarks.md, session 47).  It covers
+ * the whole 16 x 16 blocks of the shape, is timed per byte it moves, and
+ * runs on the calling thread alone, as the memcpy does.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -33,6 +43,43 @@ static double now(void) { return bench_now(); }
 
 static void *xalloc(size_t n) { return bench_alloc(n, 4096); }
 
+/* One 64-byte piece, src to dst, neither aligned: one vector where the CPU
+ * has AVX-512 (the pieces the transposer moves), else the compiler's copy. */
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static void move_lines_512(char *d, const char *s, int64_t rows, int64_t cols,
+                                                              int64_t spitch, int64_t dpitch)
+{
+    for (int64_t j = 0; j + 16 <= cols; j += 16)
+        for (int64_t i = 0; i + 16 <= rows; i += 16)
+            for (int64_t k = 0; k < 16; k++)
+                _mm512_storeu_ps((float *)(d + ((j + k) * dpitch + i) * 4),
+                                 _mm512_loadu_ps((const float *)(s + ((i + k) * spitch + j) * 4)));
+}
+#endif
+
+static void move_lines_plain(char *d, const char *s, int64_t rows, int64_t cols, int64_t spitch, int64_t dpitch)
+{
+    for (int64_t j = 0; j + 16 <= cols; j += 16)
+        for (int64_t i = 0; i + 16 <= rows; i += 16)
+            for (int64_t k = 0; k < 16; k++)
+                memcpy(d + ((j + k) * dpitch + i) * 4, s + ((i + k) * spitch + j) * 4, 64);
+}
+
+/* The "lines" reference above: the 64-byte pieces of the whole 16 x 16
+ * blocks of an R x C float32 src (rows spitch elements apart) moved to
+ * where its dense C x R transpose puts them, untransposed. */
+static void move_lines(char *d, const char *s, int64_t R, int64_t C, int64_t spitch)
+{
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f")) {
+        move_lines_512(d, s, R, C, spitch, R);
+        return;
+    }
+#endif
+    move_lines_plain(d, s, R, C, spitch, R);
+}
+
 /* The src of R x C, transposed into a dense C x R dst. */
 static void bench(int64_t R, int64_t C, int rounds)
 {
@@ -49,7 +96,7 @@ static void bench(int64_t R, int64_t C, int rounds)
     DLTensor src = {a, {kDLCPU, 0}, 2, f32, shape, sstr, offset};
     DLTensor dst = {b, {kDLCPU, 0}, 2, f32, shape, NULL, offset + doff};
     const int reps = (int)(20000000 / bytes) + 10;
-    double tp = 1e30, tm = 1e30;
+    double tp = 1e30, tm = 1e30, tl = 1e30;
     for (int r = 0; r < rounds; r++) {
         /* k = -1, untimed: the first copy after the memcpy batch comes
          * alone, not in a run, so it would time the team's start-up on the
@@ -73,11 +120,21 @@ static void bench(int64_t R, int64_t C, int rounds)
         }
         t = (now() - t0) / reps;
         tm = t < tm ? t : tm;
+        for (int k = -1; k < reps; k++) {
+            if (k == 0)
+                t0 = now();
+            move_lines(b + offset + doff, a + offset, R, C, pitch);
+            __asm__ __volatile__("" : : "r"(b) : "memory");
+        }
+        t = (now() - t0) / reps;
+        tl = t < tl ? t : tl;
     }
+    const double moved = (double)((R / 16 * 16) * (C / 16 * 16) * 4); /* the lines reference's bytes */
     if (pitch != C)
         printf("  (src rows %lld elements apart)\n", (long long)pitch);
-    printf("%5lld x %-5lld %7.0f KiB  pylayout %8.2f us %6.1f GB/s  memcpy %7.2f us  ratio %.2f\n", (long long)R,
-           (long long)C, bytes / 1024.0, tp * 1e6, bytes / tp / 1e9, tm * 1e6, tm / tp);
+    printf("%5lld x %-5lld %7.0f KiB  pylayout %8.2f us %6.1f GB/s  memcpy %7.2f us  ratio %.2f  lines %6.1f GB/s\n",
+           (long long)R, (long long)C, bytes / 1024.0, tp * 1e6, bytes / tp / 1e9, tm * 1e6, tm / tp,
+           moved > 0 ? moved / tl / 1e9 : 0.0);
     free(a);
     free(b);
 }
