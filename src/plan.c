@@ -654,6 +654,8 @@ static void pl_run_fused(const pl_plan *p, const char *s, char *d, int64_t na, i
         if (p->stream_out != NULL)
             for (int64_t k = 0; k < run; k++)
                 p->stream_out(d + off + k * cstep, bufb + (c + k) * rb, rb);
+        else if (p->rows != NULL) /* see PL_FUSE_CROWDED_DST_RUN_BYTES */
+            p->rows(bufb + c * rb, rb, d + off, cstep, rb, run);
         else
             pl_move_rows(d + off, cstep, bufb + c * rb, rb, run, rb);
         off = pl_fused_next(off, idx, p->nfb, p->fb_count, p->fb_step, p->dsb);
@@ -2357,7 +2359,18 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
  * Past the thresholds the streamed tiles win: uint8 4096 x 512 (2 MiB)
  * 33.1 / 20.6, float32 2048 x 512 (4 MiB) 32.3 / 21.4.  A kernel storing
  * 8 dst rows a block, whole lines, in passes of 8 lines (AVX-512 float32)
- * ran as fast as the buffers: 38.3 at 1024 x 128, 29.7 at 2048 x 256. */
+ * ran as fast as the buffers: 38.3 at 1024 x 128, 29.7 at 2048 x 256.
+ *
+ * The runs are copied out by the SIMD path's row kernel (rows_x86.c:
+ * 64-byte moves on AVX-512) where it has one, else 16 bytes a move inline
+ * (pl_copy_run).  That inline loop, one load and one store an iteration,
+ * ran at the speed of its placement in the library's code: on the Intel
+ * Xeon dev VM float32 1024 x 128 (tools/bench_incache, 1 thread, dst on a
+ * line) copied at 26 GB/s in a build whose loop sat within one 64-byte
+ * line of code and 17-18 in builds where it straddled two, with plan.c
+ * unchanged (commit 5cba080, which changed only copy_x86.c, moved it
+ * there).  The row kernel lives in its own function: 25.7-26.6 GB/s
+ * whatever the build (session 47). */
 #define PL_FUSE_CROWDED_DST_RUN_BYTES 512
 #define PL_FUSE_CROWDED_SRC_RUN_BYTES 128
 #define PL_FUSE_CROWDED_BYTE_SRC_RUN_BYTES 64
@@ -2530,6 +2543,7 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
                             : is == 1   ? PL_FUSE_CROWDED_BYTE_SRC_RUN_BYTES
                                         : PL_FUSE_CROWDED_SRC_RUN_BYTES;
     p.fb_direct = crowded_src; /* gathered (fa_gather: its rows are crowded), then into dst */
+    p.rows = crowded && !crowded_src ? k->rows : NULL; /* the copy-out: see PL_FUSE_CROWDED_DST_RUN_BYTES */
     p.ta = pl_min(p.na, pl_max(1, dst_run / (p.fa_in * is)));
     p.tb = pl_min(p.nb, pl_max(1, src_run / (p.fb_in * is)));
     while (p.ta * p.fa_in * p.tb * p.fb_in * is > PL_FUSE_BUFFER_BYTES) {
