@@ -74,6 +74,18 @@ TORCH_FIRST = """
     import pylayout as pl                                 # imported after torch's pool started
 """
 
+# The parent's half of a fork test: wait up to 20 s for child `pid`, exit
+# with its status, or kill it and fall through to report the hang.
+WAIT_FOR_CHILD = """
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            sys.exit(os.waitstatus_to_exitcode(status))
+        time.sleep(0.05)
+    os.kill(pid, 9)
+"""
+
 
 @needs_fork
 def test_fork_after_the_bench_memcpy():
@@ -95,13 +107,7 @@ def test_fork_after_the_bench_memcpy():
             pl._core._memcpy(dst, src, 2)
             os.write(1, f"child {threads} ok={bytes(dst) == src}\\n".encode())
         os._exit(0)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            sys.exit(os.waitstatus_to_exitcode(status))
-        time.sleep(0.05)
-    os.kill(pid, 9)
+    """ + WAIT_FOR_CHILD + """
     print("the forked child hung in _memcpy")
     sys.exit(2)
     """)
@@ -129,13 +135,7 @@ def test_fork_after_torch_os_fork():
         ok = ok and np.array_equal(y, x)
         os.write(1, f"child raised to {pl._core._last_copy_threads()} ok={ok}\\n".encode())
         os._exit(0 if ok else 3)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            sys.exit(os.waitstatus_to_exitcode(status))
-        time.sleep(0.05)
-    os.kill(pid, 9)
+    """ + WAIT_FOR_CHILD + """
     print("the forked child hung in its first pylayout copy")
     sys.exit(2)
     """)
