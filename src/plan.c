@@ -2369,8 +2369,8 @@ __attribute__((noinline)) static bool pl_blocks(const _pylayout_kernels *k, int 
  * line) copied at 26 GB/s in a build whose loop sat within one 64-byte
  * line of code and 17-18 in builds where it straddled two, with plan.c
  * unchanged (commit 5cba080, which changed only copy_x86.c, moved it
- * there).  The row kernel lives in its own function: 25.7-26.6 GB/s
- * whatever the build (session 47). */
+ * there).  The row kernel lives in its own function: 24.2-26.3 GB/s in
+ * both builds measured (session 47). */
 #define PL_FUSE_CROWDED_DST_RUN_BYTES 512
 #define PL_FUSE_CROWDED_SRC_RUN_BYTES 128
 #define PL_FUSE_CROWDED_BYTE_SRC_RUN_BYTES 64
