@@ -1275,6 +1275,95 @@ def bench_oversubscribed(quick: bool) -> list[str]:
     return lines
 
 
+# ------------------------------------------------------- after a torch op
+
+AFTER_TORCH_TITLE = "after a torch op"
+AFTER_TORCH_SIZES = (1 << 20, 4 << 20, 16 << 20)
+AFTER_TORCH_OP_BYTES = 16 << 20
+
+
+def after_torch_child(sizes, reps: int) -> dict:
+    """In a fresh process: per size, the median of `reps` float32 transposes
+    into a preallocated output, each right after an in-place torch add over
+    AFTER_TORCH_OP_BYTES: pylayout at 1 and 2 threads and torch at 2 after
+    the add at 2 threads (whose OpenMP workers then wait for torch's next
+    region, spinning unless OMP_WAIT_POLICY=passive), and pylayout at 2
+    threads after the same add on 1 thread (the same caches, no pool
+    spinning).  Seconds."""
+    import statistics
+
+    other = torch.zeros(AFTER_TORCH_OP_BYTES // 4)
+    out: dict[str, dict[str, float]] = {}
+    for nbytes in sizes:
+        n = int((nbytes // 4) ** 0.5)
+        x, dst = torch.randn(n, n).t(), torch.empty(n, n)
+        pl.copy_into(dst, x)
+        if not torch.equal(dst, x):
+            raise AssertionError(f"{n}x{n}: pylayout's result differs from its input")
+        fns = {"pl1": (1, 2, lambda: pl.copy_into(dst, x)), "pl2": (2, 2, lambda: pl.copy_into(dst, x)),
+               "torch2": (2, 2, lambda: dst.copy_(x)), "pl2_quiet": (2, 1, lambda: pl.copy_into(dst, x))}
+        out[str(nbytes)] = row = {}
+        for key, (threads, op_threads, fn) in fns.items():
+            pl.set_num_threads(threads)
+            times = []
+            for _ in range(reps + 2):  # the first two warm up
+                torch.set_num_threads(op_threads)
+                other.add_(1)
+                torch.set_num_threads(threads)
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            row[key] = statistics.median(times[2:])
+    return out
+
+
+def bench_after_torch(quick: bool, only: list[str] | None) -> list[str]:
+    """pylayout's 1- and 2-thread copies right after a parallel torch op, in a
+    fresh process with libgomp's default wait policy and in one with
+    OMP_WAIT_POLICY=passive (read when the process starts)."""
+    if not selected(AFTER_TORCH_TITLE, only):
+        return []
+    if torch is None or (os.cpu_count() or 1) < 2:
+        return [f"## Right {AFTER_TORCH_TITLE}", "", "skipped: the section needs torch and 2 cores."]
+    import json
+    import subprocess
+    import sys
+
+    sizes = AFTER_TORCH_SIZES[:2] if quick else AFTER_TORCH_SIZES
+    reps = 5 if quick else 41
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(pl.__file__)))
+    base = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
+    for key in ("PYLAYOUT_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        base.pop(key, None)
+    code = ("import json; from pylayout._bench import after_torch_child; "
+            f"print(json.dumps(after_torch_child({list(sizes)}, {reps})))")
+    policies = {"default": base, "OMP_WAIT_POLICY=passive": dict(base, OMP_WAIT_POLICY="passive")}
+    lines = [f"## Right {AFTER_TORCH_TITLE} (µs, median of {reps} calls, float32 transposed -> contiguous, "
+             "into a preallocated output)", "",
+             f"Before every timed call, torch adds 1 in place to {AFTER_TORCH_OP_BYTES >> 20} MiB of float32 at 2 "
+             "threads.  libgomp's threads then wait for torch's next parallel region spinning, a few ms by "
+             "default, on the core a second pylayout thread would use; torch's own next op finds them awake.  "
+             "'after a 1-thread add': the same add on 1 thread (the same caches, no thread left spinning).  "
+             "Each wait policy in its own fresh process (libgomp reads it at start-up); --runs does not "
+             "apply here.", "",
+             "| size | wait policy | pylayout 1 thr | pylayout 2 thr | pylayout 2/1 | pylayout 2 thr, after a "
+             "1-thread add | torch 2 thr | x torch |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    results = {}
+    for policy, env in policies.items():
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{AFTER_TORCH_TITLE} child failed:\n{proc.stderr}")
+        results[policy] = json.loads(proc.stdout)
+    for nbytes in sizes:
+        for policy in policies:
+            r = {k: 1e6 * v for k, v in results[policy][str(nbytes)].items()}
+            size = f"{nbytes >> 20} MiB"
+            lines.append(f"| {size} | {policy} | {r['pl1']:.1f} | {r['pl2']:.1f} | {r['pl2'] / r['pl1']:.2f} "
+                         f"| {r['pl2_quiet']:.1f} | {r['torch2']:.1f} | {r['torch2'] / r['pl2']:.2f} |")
+    return lines
+
+
 def _command(quick, only, runs, sweep, max_size, plot) -> str:
     words = ["python -m pylayout bench"] + (["--sweep"] if sweep else []) + (["--quick"] if quick else [])
     words += [f"--only {o!r}" for o in only or []]
@@ -1340,6 +1429,9 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
             for section in (bench_copies, bench_numpy_views, bench_views_into, bench_in_cache, bench_complex):
                 if section(quick, only, runs):
                     print(flush=True)
+            after = bench_after_torch(quick, only)
+            if after:
+                print("\n".join(after) + "\n", flush=True)
             if not only:
                 print("\n".join(bench_oversubscribed(quick)), flush=True)
     finally:

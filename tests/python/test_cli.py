@@ -283,6 +283,25 @@ def test_bench_goal_rows_with_spread():
             assert 0 < low <= median <= high <= THREADS[-1] * 1.05, line[0]
 
 
+def test_bench_after_a_torch_op():
+    """The section that times copies right after a parallel torch op: a row per size and wait
+    policy, each ratio the quotient of the figures beside it, and no other section."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the section compares 1 and 2 threads")
+    out = bench("--quick", "--only", "after a torch op")
+    assert "## Right after a torch op" in out and "## Transposes that fit in cache" not in out
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and cells[0].endswith("MiB"):
+            rows[cells[0], cells[1]] = [float(c) for c in cells[2:]]
+    assert sorted(rows) == [(s, p) for s in ("1 MiB", "4 MiB") for p in ("OMP_WAIT_POLICY=passive", "default")]
+    for (size, policy), (pl1, pl2, ratio, quiet, torch2, x_torch) in rows.items():
+        assert min(pl1, pl2, quiet, torch2) > 0, (size, policy)
+        assert abs(ratio - pl2 / pl1) <= 0.01 + 0.01 * ratio, (size, policy)
+        assert abs(x_torch - torch2 / pl2) <= 0.01 + 0.01 * x_torch, (size, policy)
+
+
 def test_bench_memcpy_contention_pools_long_copies_only():
     """The run's closing CPU time / wall time leaves out copies under 100 µs, whose
     wake-up cost would read as contention, and pools the rest to a millisecond
