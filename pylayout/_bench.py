@@ -1211,9 +1211,31 @@ def _busy_loops(count: int):
     """`count` unpinned processes that each keep a core busy, the way any
     other job shares a machine."""
     import subprocess
-    import sys
 
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def _child_env(*unset: str) -> dict[str, str]:
+    """The environment of a section's child process: this pylayout first on its
+    path, and the settings in `unset` (what the section sets or measures itself)
+    removed."""
+    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(pl.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
+    for key in unset:
+        env.pop(key, None)
+    return env
+
+
+def _child_json(code: str, env: dict[str, str], what: str) -> Any:
+    """Run `code` in a fresh Python with `env` and return the JSON it prints;
+    a child that fails raises, with its stderr."""
+    import json
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} child failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
 
 
 def bench_oversubscribed(quick: bool) -> list[str]:
@@ -1222,28 +1244,18 @@ def bench_oversubscribed(quick: bool) -> list[str]:
     threads differs between processes and stays for a process's life."""
     if torch is None:
         return ["## Oversubscribed", "", "skipped: the section compares against torch; install it."]
-    import json
-    import subprocess
-    import sys
-
     nproc, reps = (3, 7) if quick else (8, 21)
     cores = os.cpu_count() or 1
     nbusy = max(1, cores - 1)
-    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(pl.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
-    env.pop("PYLAYOUT_NUM_THREADS", None)
-    code = ("import json, sys; from pylayout._bench import oversubscribed_child; "
+    env = _child_env("PYLAYOUT_NUM_THREADS")
+    code = ("import json; from pylayout._bench import oversubscribed_child; "
             f"print(json.dumps(oversubscribed_child({list(OVERSUBSCRIBED_SIZES)}, {reps})))")
     busy = _busy_loops(nbusy)
     runs = []
     try:
         time.sleep(0.5)
         for _ in range(nproc):
-            proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                  timeout=600)
-            if proc.returncode != 0:
-                raise RuntimeError(f"oversubscribed child failed:\n{proc.stderr}")
-            runs.append(json.loads(proc.stdout))
+            runs.append(_child_json(code, env, "oversubscribed"))
     finally:
         for b in busy:
             b.kill()
@@ -1325,16 +1337,9 @@ def bench_after_torch(quick: bool, only: list[str] | None) -> list[str]:
         return []
     if torch is None or (os.cpu_count() or 1) < 2:
         return [f"## Right {AFTER_TORCH_TITLE}", "", "skipped: the section needs torch and 2 cores."]
-    import json
-    import subprocess
-    import sys
-
     sizes = AFTER_TORCH_SIZES[:2] if quick else AFTER_TORCH_SIZES
     reps = 5 if quick else 41
-    pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(pl.__file__)))
-    base = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg_root, os.environ.get("PYTHONPATH", "")]))
-    for key in ("PYLAYOUT_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
-        base.pop(key, None)
+    base = _child_env("PYLAYOUT_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
     code = ("import json; from pylayout._bench import after_torch_child; "
             f"print(json.dumps(after_torch_child({list(sizes)}, {reps})))")
     policies = {"default": base, "OMP_WAIT_POLICY=passive": dict(base, OMP_WAIT_POLICY="passive")}
@@ -1349,12 +1354,7 @@ def bench_after_torch(quick: bool, only: list[str] | None) -> list[str]:
              "| size | wait policy | pylayout 1 thr | pylayout 2 thr | pylayout 2/1 | pylayout 2 thr, after a "
              "1-thread add | torch 2 thr | x torch |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
-    results = {}
-    for policy, env in policies.items():
-        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{AFTER_TORCH_TITLE} child failed:\n{proc.stderr}")
-        results[policy] = json.loads(proc.stdout)
+    results = {policy: _child_json(code, env, AFTER_TORCH_TITLE) for policy, env in policies.items()}
     for nbytes in sizes:
         for policy in policies:
             r = {k: 1e6 * v for k, v in results[policy][str(nbytes)].items()}

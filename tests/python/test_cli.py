@@ -302,6 +302,23 @@ def test_bench_after_a_torch_op():
         assert abs(x_torch - torch2 / pl2) <= 0.01 + 0.01 * x_torch, (size, policy)
 
 
+def test_bench_child_processes_run_this_pylayout_without_the_settings_they_measure(monkeypatch):
+    """The sections that time fresh processes (after a torch op, oversubscribed) start them with
+    this pylayout first on the path and without the settings the section sets itself; a child
+    that fails raises with its stderr rather than printing a row."""
+    from pylayout import _bench
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    monkeypatch.setenv("PYLAYOUT_NUM_THREADS", "1")
+    env = _bench._child_env("OMP_WAIT_POLICY", "PYLAYOUT_NUM_THREADS")
+    assert "OMP_WAIT_POLICY" not in env and "PYLAYOUT_NUM_THREADS" not in env
+    code = ("import json, os, pylayout; print(json.dumps([os.path.dirname(pylayout.__file__), "
+            "os.environ.get('OMP_WAIT_POLICY')]))")
+    where, policy = _bench._child_json(code, env, "test")
+    assert os.path.samefile(where, os.path.dirname(pylayout.__file__)) and policy is None
+    with pytest.raises(RuntimeError, match=r"test child failed:\n(.|\n)*ZeroDivisionError"):
+        _bench._child_json("1 / 0", env, "test")
+
+
 def test_bench_memcpy_contention_pools_long_copies_only():
     """The run's closing CPU time / wall time leaves out copies under 100 µs, whose
     wake-up cost would read as contention, and pools the rest to a millisecond
