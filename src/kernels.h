@@ -172,6 +172,13 @@ typedef void (*_pylayout_interleave_fn)(char *z, char *re, char *im, int64_t k0,
  * highest address).  A flipped innermost dim, NumPy's a[:, ::-1]. */
 typedef void (*_pylayout_reverse_fn)(const char *src, char *dst, int64_t n);
 
+/* Rows filled from one element (a source broadcast along the row,
+ * x[..., :1].expand(...)): for r < rows, i < n,
+ *     dst[r * dsb + i * size] = src[r * ssb]    (the element's size bytes)
+ * strides in bytes, any byte address; only the n elements of each dst row
+ * are written, only src's one element of each row read. */
+typedef void (*_pylayout_fill_fn)(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+
 /* Groups of g / size elements each copied reversed, dst[j][e] = src[j][P-1-e],
  * ngroups of them packed in both (g <= 16 bytes), src the first group's
  * lowest byte: BGR pixels as RGB, NumPy's img[..., ::-1]. */
@@ -267,6 +274,9 @@ typedef struct _pylayout_kernels {
     _pylayout_block_perm_fn block_perm;
     /* Rows copied backwards per element size. */
     _pylayout_reverse_fn reverse[PL_NSIZES];
+    /* Rows filled from one element per element size; NULL: plan.c's
+     * pl_fill_row, 16 bytes a store. */
+    _pylayout_fill_fn fill[PL_NSIZES];
     /* Packed groups of 16 bytes or less, each reversed. */
     _pylayout_reverse_groups_fn reverse_groups;
     /* The same with streaming stores, for copies beyond the caches. */
@@ -361,6 +371,18 @@ void _pylayout_reverse_groups_avx2(const char *src, char *dst, int64_t ngroups, 
 /* rows_x86.c: rows copied in 32- and 64-byte moves. */
 void _pylayout_rows_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
 void _pylayout_rows_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+
+/* rows_x86.c: rows filled from one element, per element size. */
+void _pylayout_fill1_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill2_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill4_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill8_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill16_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill1_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill2_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill4_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill8_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
+void _pylayout_fill16_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, int64_t rows);
 
 /* interleave_x86.c: thin transposes with SSE2 (2 and 4 planes) and AVX2
  * (byte shuffles, every P). */

@@ -280,6 +280,7 @@ typedef struct pl_plan {
     int64_t blocks_per;                   /* blocks with stream_out: blocks a piece (pl_blocks_streamed) */
     bool staged;                          /* groups gathered into an L1 buffer, then scattered: pl_run_staged */
     _pylayout_reverse_fn reverse;         /* STRIDED, src step -1 element: rows backwards */
+    _pylayout_fill_fn fill;               /* STRIDED, src step 0 (a broadcast): rows filled, or NULL */
     _pylayout_reverse_groups_fn reverse_groups; /* the same, rows short and packed along b: groups reversed */
     void (*fence)(void);                  /* set when a kernel above streams */
     _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
@@ -800,6 +801,10 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         if (p->reverse != NULL) {
             for (int64_t j = 0; j < nb; j++)
                 p->reverse(s + j * p->ssb, d + j * p->dsb, na);
+            return;
+        }
+        if (p->fill != NULL) {
+            p->fill(s, p->ssb, d, p->dsb, na, nb);
             return;
         }
         if (p->ssa == 0 && p->dsa == (int64_t)p->itemsize) {
@@ -1885,6 +1890,10 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
      * uint8 3.6 -> 59, float32 2.5 -> 24 (NumPy 4.7, 9.3; 1 thread). */
     if (p->kind == PL_STRIDED && lg >= 0 && p->dsa == is && p->ssa == -is)
         p->reverse = k->reverse[lg]; /* NULL: the portable 2-D loop */
+    /* A source broadcast along the row: the element in a vector, stored
+     * along the row (pl_fill_row's 16-byte stores where the path has none). */
+    if (p->kind == PL_STRIDED && lg >= 0 && p->dsa == is && p->ssa == 0)
+        p->fill = k->fill[lg];
     /* Rows of 2 to 16 bytes, packed along b in both: each a group reversed
      * (OpenCV's BGR pixels as RGB, img[..., ::-1]), several per 16-byte
      * shuffle.  One 3-byte row at a time ran at 4 GB/s (NumPy 1.3). */

@@ -788,10 +788,12 @@ START_TEST(test_broadcast)
 }
 END_TEST
 
-/* A source broadcast along dst's rows (plan.c's pl_fill_row): every row
- * length from 1 to 40 elements (the short rows' moves), then past the
- * 64-byte pattern with ragged ends, every element size, dst on and off its
- * lines. */
+/* A source broadcast along dst's rows (the SIMD paths' fill kernels,
+ * rows_x86.c; plan.c's pl_fill_row on the others): every row length from
+ * 1 to 40 elements (the short rows' moves, each side of 16, 32 and 64
+ * bytes), then past a 64-byte vector with ragged ends, every element size;
+ * dst on its lines, off them by whole elements, and off its elements by a
+ * byte (NumPy's arrays may be); src's elements off theirs too. */
 START_TEST(test_broadcast_rows)
 {
     unsigned seed = 13;
@@ -799,11 +801,11 @@ START_TEST(test_broadcast_rows)
     static const int64_t longer[] = {63, 64, 65, 100, 1000, 4099};
     for (int64_t i = 0; i < 40 + 6; i++)
         for (size_t is = 1; is <= 16; is *= 2)
-            for (size_t mis = 0; mis < 2; mis++) {
+            for (size_t mis = 0; mis < 3; mis++) {
                 const int64_t shape[2] = {9, i < 40 ? i + 1 : longer[i - 40]};
                 tens s, d;
-                tens_make(&s, 2, shape, NULL, NULL, NULL, zero, is, 0, -1, &seed);
-                tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, is, mis * 3 * is, SENTINEL, &seed);
+                tens_make(&s, 2, shape, NULL, NULL, NULL, zero, is, mis == 2 ? 5 : 0, -1, &seed);
+                tens_make(&d, 2, shape, NULL, NULL, NULL, NULL, is, mis == 2 ? 1 : mis * 3 * is, SENTINEL, &seed);
                 check_and_free(&s, &d);
             }
 }

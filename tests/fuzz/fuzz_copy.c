@@ -1263,7 +1263,8 @@ static void op_big_permute(reader *r)
 
 /* Large inputs only: x[..., ::k] (k = 2 to 9) of rows into a dense dst of
  * 256 KiB - 8 MiB, so that the step-2 and step-k gathers (copy_x86.c,
- * gather_x86.c) run where they stream and go parallel.  src ends exactly
+ * gather_x86.c) run where they stream and go parallel; or k = 0, a source
+ * broadcast along the rows (the fill kernels, rows_x86.c).  src ends exactly
  * at its last element (a kernel that loads past it is caught by ASan) and
  * starts at a fuzzed byte offset; its rows lie 0 to 2 elements apart past
  * a row's last step, or exactly one step (rows that fuse into one).  dst's
@@ -1271,7 +1272,7 @@ static void op_big_permute(reader *r)
 static void op_big_gather(reader *r)
 {
     const size_t is = (size_t)1 << (u8(r) % 4);
-    const int64_t k = 2 + u8(r) % 8, rows = 1 + u8(r) % 64, gap = u8(r) % 4, pad = gap == 3 ? k - 1 : gap;
+    const int64_t kk = u8(r) % 9, k = kk == 0 ? 0 : kk + 1, rows = 1 + u8(r) % 64, gap = u8(r) % 4, pad = gap == 3 ? k - 1 : gap;
     const int64_t bytes_target = ((int64_t)256 << 10) + ((int64_t)u8(r) << 15); /* 256 KiB - 8.2 MiB */
     const int64_t n = bytes_target / (int64_t)is / rows; /* 512 or more */
     int64_t shape[2] = {rows, n}, sstr[2] = {(n - 1) * k + 1 + pad, k}, dstr[2] = {n, 1};

@@ -4,7 +4,8 @@ One channel of an interleaved image (img[..., 0] of an HWC uint8 image), one
 coordinate of (N, 3) points, every k-th column: a dense dst filled from
 every k-th element of src.  Steps of 2 have their own kernels (copy_x86.c),
 steps of 3 to 8 the shuffle kernels of src/gather_x86.c, larger steps the
-portable loop.  Checked at 1 and 2 threads, with sources and destinations
+portable loop; step 0 (a source broadcast along the row) the fill kernels
+of src/rows_x86.c.  Checked at 1 and 2 threads, with sources and destinations
 off their cache lines and off their element alignment, lengths around each
 kernel's vector width, rows that fuse and rows that do not, and guard bytes
 around every destination that must stay untouched.  Each SIMD path runs in
@@ -50,6 +51,18 @@ def run():
                     for v in views:
                         check(v)
                         cases += 1
+            # step 0: a source broadcast along the row, x[..., :1].expand(...)
+            # (the fill kernels of src/rows_x86.c), rows of every length
+            # around 16, 32 and 64 bytes, each row's element its own
+            for n in (LENGTHS if threads == 1 else LENGTHS[::7]):
+                for off in ((0, 16, 3) if isz > 1 else (0, 7)):
+                    if off % isz and oracle == "torch":
+                        continue
+                    s = source(5 * 3, dtype, n, off)
+                    check(np.lib.stride_tricks.as_strided(s, (5, n), (3 * isz, 0)))
+                    cases += 1
+            s = source(((4 << 20) // (1000 * isz)) * 2, dtype, 1, 0)  # 4 MiB of dst: the threads split the rows
+            check(np.lib.stride_tricks.as_strided(s, (len(s) // 2, 1000), (2 * isz, 0)))
             # 2 to 4 MiB of dst: the threads split the rows
             for k in (3, 4):
                 a = source(((4 << 20) // isz + 128) * k, dtype, k, 0)
