@@ -142,62 +142,60 @@ static inline void pl_fill_short(char *d, __m128i p, const char *s, int64_t tota
     }
 }
 
-#define PL_DEFINE_FILL_AVX2(SIZE)                                                                        \
-    PL_AVX2 void _pylayout_fill##SIZE##_avx2(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, \
-                                             int64_t rows)                                               \
+/* A row of total < 64 bytes from the 32-byte pattern p: two overlapping
+ * 32-byte stores from 32 bytes on, else pl_fill_short. */
+PL_AVX2 static inline void pl_fill_below64(char *d, __m256i p, const char *s, int64_t total, int64_t size)
+{
+    if (total >= 32) {
+        _mm256_storeu_si256((__m256i *)d, p);
+        _mm256_storeu_si256((__m256i *)(d + total - 32), p);
+    } else {
+        pl_fill_short(d, _mm256_castsi256_si128(p), s, total, size);
+    }
+}
+
+PL_AVX2 static inline void pl_store256(char *d, __m256i v) { _mm256_storeu_si256((__m256i *)d, v); }
+PL_AVX512 static inline void pl_store512(char *d, __m512i v) { _mm512_storeu_si512(d, v); }
+PL_AVX2 static inline __m256i pl_low256(__m256i v) { return v; }
+
+/* The fill kernel of element size SIZE on path PATH (function attribute
+ * ATTR), vectors of type VEC and W bytes: STORE stores one, LOW256 takes
+ * its low 32 bytes, pl_splat_PATH_SIZE makes one from an element. */
+#define PL_DEFINE_FILL(SIZE, PATH, ATTR, VEC, W, STORE, LOW256)                                          \
+    ATTR void _pylayout_fill##SIZE##_##PATH(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, \
+                                            int64_t rows)                                                \
     {                                                                                                    \
         const int64_t total = n * (SIZE);                                                                \
         for (int64_t r = 0; r < rows; r++) {                                                             \
             const char *s = src + r * ssb;                                                               \
             char *d = dst + r * dsb;                                                                     \
-            const __m256i v = pl_splat256_##SIZE(s);                                                     \
-            if (total < 32) {                                                                            \
-                pl_fill_short(d, _mm256_castsi256_si128(v), s, total, (SIZE));                           \
+            const VEC v = pl_splat_##PATH##_##SIZE(s);                                                   \
+            if (total < (W)) {                                                                           \
+                pl_fill_below64(d, LOW256(v), s, total, (SIZE));                                         \
                 continue;                                                                                \
             }                                                                                            \
-            for (int64_t o = 0; o + 32 < total; o += 32)                                                 \
-                _mm256_storeu_si256((__m256i *)(d + o), v);                                              \
-            _mm256_storeu_si256((__m256i *)(d + total - 32), v);                                         \
+            for (int64_t o = 0; o + (W) < total; o += (W))                                               \
+                STORE(d + o, v);                                                                         \
+            STORE(d + total - (W), v);                                                                   \
         }                                                                                                \
     }
-
+#define PL_DEFINE_FILL_AVX2(SIZE) PL_DEFINE_FILL(SIZE, avx2, PL_AVX2, __m256i, 32, pl_store256, pl_low256)
 #define PL_DEFINE_FILL_AVX512(SIZE)                                                                      \
-    PL_AVX512 void _pylayout_fill##SIZE##_avx512(const char *src, int64_t ssb, char *dst, int64_t dsb, int64_t n, \
-                                                 int64_t rows)                                           \
-    {                                                                                                    \
-        const int64_t total = n * (SIZE);                                                                \
-        for (int64_t r = 0; r < rows; r++) {                                                             \
-            const char *s = src + r * ssb;                                                               \
-            char *d = dst + r * dsb;                                                                     \
-            const __m512i v = pl_splat512_##SIZE(s);                                                     \
-            if (total < 64) {                                                                            \
-                if (total >= 32) {                                                                       \
-                    _mm256_storeu_si256((__m256i *)d, _mm512_castsi512_si256(v));                        \
-                    _mm256_storeu_si256((__m256i *)(d + total - 32), _mm512_castsi512_si256(v));         \
-                } else {                                                                                 \
-                    pl_fill_short(d, _mm512_castsi512_si128(v), s, total, (SIZE));                       \
-                }                                                                                        \
-                continue;                                                                                \
-            }                                                                                            \
-            for (int64_t o = 0; o + 64 < total; o += 64)                                                 \
-                _mm512_storeu_si512(d + o, v);                                                           \
-            _mm512_storeu_si512(d + total - 64, v);                                                      \
-        }                                                                                                \
-    }
+    PL_DEFINE_FILL(SIZE, avx512, PL_AVX512, __m512i, 64, pl_store512, _mm512_castsi512_si256)
 
-PL_AVX2 static inline __m256i pl_splat256_1(const char *s) { return _mm256_set1_epi8(*s); }
-PL_AVX2 static inline __m256i pl_splat256_2(const char *s) { return _mm256_set1_epi16((short)pl_load16(s)); }
-PL_AVX2 static inline __m256i pl_splat256_4(const char *s) { return _mm256_set1_epi32((int)pl_load32(s)); }
-PL_AVX2 static inline __m256i pl_splat256_8(const char *s) { return _mm256_set1_epi64x((long long)pl_load64(s)); }
-PL_AVX2 static inline __m256i pl_splat256_16(const char *s)
+PL_AVX2 static inline __m256i pl_splat_avx2_1(const char *s) { return _mm256_set1_epi8(*s); }
+PL_AVX2 static inline __m256i pl_splat_avx2_2(const char *s) { return _mm256_set1_epi16((short)pl_load16(s)); }
+PL_AVX2 static inline __m256i pl_splat_avx2_4(const char *s) { return _mm256_set1_epi32((int)pl_load32(s)); }
+PL_AVX2 static inline __m256i pl_splat_avx2_8(const char *s) { return _mm256_set1_epi64x((long long)pl_load64(s)); }
+PL_AVX2 static inline __m256i pl_splat_avx2_16(const char *s)
 {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)s));
 }
-PL_AVX512 static inline __m512i pl_splat512_1(const char *s) { return _mm512_set1_epi8(*s); }
-PL_AVX512 static inline __m512i pl_splat512_2(const char *s) { return _mm512_set1_epi16((short)pl_load16(s)); }
-PL_AVX512 static inline __m512i pl_splat512_4(const char *s) { return _mm512_set1_epi32((int)pl_load32(s)); }
-PL_AVX512 static inline __m512i pl_splat512_8(const char *s) { return _mm512_set1_epi64((long long)pl_load64(s)); }
-PL_AVX512 static inline __m512i pl_splat512_16(const char *s)
+PL_AVX512 static inline __m512i pl_splat_avx512_1(const char *s) { return _mm512_set1_epi8(*s); }
+PL_AVX512 static inline __m512i pl_splat_avx512_2(const char *s) { return _mm512_set1_epi16((short)pl_load16(s)); }
+PL_AVX512 static inline __m512i pl_splat_avx512_4(const char *s) { return _mm512_set1_epi32((int)pl_load32(s)); }
+PL_AVX512 static inline __m512i pl_splat_avx512_8(const char *s) { return _mm512_set1_epi64((long long)pl_load64(s)); }
+PL_AVX512 static inline __m512i pl_splat_avx512_16(const char *s)
 {
     return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)s));
 }
