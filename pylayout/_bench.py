@@ -468,8 +468,10 @@ def copy_cases(quick: bool) -> list[Case]:
                       lambda n=n: torch.randn(n, n, dtype=torch.float16).t(),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # attention heads, (B,H,S,D) -> (B,S,H,D): rows of D elements, one src
-    # stream per head (plan.c's small rows)
-    for shp, dt in (((4, 12, 2048 // s, 64), torch.float32), ((64 // s, 64, 64, 64), torch.uint8)):
+    # stream per head (plan.c's small rows); ViT-B's 4.6 MB in L3, row
+    # copies up to 8 MiB a thread, streamed past it (pl_group_streams)
+    for shp, dt in (((4, 12, 2048 // s, 64), torch.float32), ((64 // s, 64, 64, 64), torch.uint8),
+                    ((max(1, 8 // s), 12, 197, 64), torch.float32)):
         cases.append(Case(f"attention heads {shp} {str(dt)[6:]} by (0, 2, 1, 3)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(0, 2, 1, 3),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
@@ -502,8 +504,8 @@ def copy_cases(quick: bool) -> list[Case]:
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(1, 0, 2),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # transposes of groups: a contiguous innermost dim of 32 bytes or more,
-    # rows far apart in src, above 4 MiB read in src order and streamed
-    # (plan.c's pl_group_streams)
+    # rows far apart in src, past 8 MiB a thread read in src order and
+    # streamed (plan.c's pl_group_streams)
     m = 1024 // s
     for shp in ((m, m, 16), (2 * m, 2 * m, 8)):
         cases.append(Case(f"groups of {shp[2] * 4} B transposed {shp} f32 by (1, 0, 2)",

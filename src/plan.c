@@ -988,43 +988,6 @@ static int64_t pl_group_rows(int64_t g)
     return r;
 }
 
-/* Transposes of groups.  A dst-innermost dim contiguous in both tensors
- * whose g bytes are more than one SIMD element (g > 16) is a row of every
- * copy that keeps the last dim last: (1024,1024,16) float32 by (1,0,2),
- * the attention permute (B,H,S,D) -> (B,S,H,D), an NHWC image with H and W
- * swapped.  When such rows lie far apart in src along dst's next dim,
- * ROWS units (dst order) read each row from a different src page, and the
- * cached stores read every dst line before writing it.  Above
- * PL_STREAM_MIN_BYTES the copy is instead a transpose of g-byte elements:
- * the group_stream kernel reads a few src rows in order and writes each
- * group with streaming stores, units of pl_group_rows(g) src rows or more,
- * at least PL_STREAM_RUN_BYTES of each dst row (runs of 64 bytes per dst
- * row stream at a third of the speed, as in the tiles).  Needs g, dst and
- * dst's row step multiples of 16 (the smallest streaming store).
- * Measured on the 2-core dev VM, float32, torch tensors (dst on a line),
- * GB/s, ROWS / groups, median of 5 interleaved rounds, 1 thread and 2 (memcpy
- * of the same bytes: 18-21 and 21-41; glibc's memcpy does not stream here,
- * as it sizes its threshold from sysconf's L3, 384 MiB on this VM):
- *   (1024,1024,16) by (1,0,2), g = 64: 5.8 / 17.1 and 11.8 / 23.1;
- *   (2048,2048,8), g = 32: 4.0 / 16.3 and 7.8 / 27.4;
- *   (2048,1024,12), g = 48: 4.9 / 14.6 and 9.6 / 28.4;
- *   (256,256,256), g = 1 KiB: 13.3 / 25.7 and 21.6 / 30.5;
- *   (4,12,2048,64) by (0,2,1,3): 18.9 / 39.5 and 20.1 / 40.1;
- *   (64,224,224,16) by (0,2,1,3) (rows 14 KiB apart, which ROWS units
- *   prefetch): 14.8 / 14.3 and 29.4 / 28.0;
- *   dst 16 bytes into a line (NumPy's large buffers): (1024,1024,16) 6.0 /
- *   23.1 and 11.3 / 23.1; (64,224,224,16) 14.7 / 17.3 and 17.1 / 23.2.
- * Units of 64-byte runs per dst row: (1024,1024,16) 11.4 against 17.1. */
-static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *ss, const int64_t *ds, int64_t e,
-                             int64_t g, const char *dst, int64_t bytes)
-{
-    if (n < 3 || ss[n - 1] != e || ds[n - 1] != e || g <= 16 || g % 16 != 0 || k->group_stream == NULL ||
-        bytes < PL_STREAM_MIN_BYTES || (uintptr_t)dst % 16 != 0 || ds[n - 2] != g)
-        return false;
-    int b; /* the folded copy's: a transpose whose groups are contiguous along b in src */
-    return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE && ss[b] == g && ds[b] % 16 == 0;
-}
-
 /* Transposes of 4- and 8-byte elements whose dst rows start on lines keep
  * cached stores past PL_STREAM_MIN_BYTES, up to a quarter of L3 and at most
  * this many bytes (pl_stream_min_wide_bytes; with L3 unknown, or 16 MiB or
@@ -1055,6 +1018,61 @@ static int64_t pl_stream_min_wide_bytes(void)
     return quarter_l3 < PL_STREAM_MIN_BYTES ? PL_STREAM_MIN_BYTES
            : quarter_l3 > PL_STREAM_MIN_WIDE_BYTES ? PL_STREAM_MIN_WIDE_BYTES
                                                    : quarter_l3;
+}
+
+/* Transposes of groups.  A dst-innermost dim contiguous in both tensors
+ * whose g bytes are more than one SIMD element (g > 16) is a row of every
+ * copy that keeps the last dim last: (1024,1024,16) float32 by (1,0,2),
+ * the attention permute (B,H,S,D) -> (B,S,H,D), an NHWC image with H and W
+ * swapped.  When such rows lie far apart in src along dst's next dim,
+ * ROWS units (dst order) read each row from a different src page, and the
+ * cached stores read every dst line before writing it.  Past a quarter of
+ * L3 a thread (pl_stream_min_wide_bytes times the threads: 8 MiB a thread
+ * at most) the copy is instead a transpose of g-byte elements:
+ * the group_stream kernel reads a few src rows in order and writes each
+ * group with streaming stores, units of pl_group_rows(g) src rows or more,
+ * at least PL_STREAM_RUN_BYTES of each dst row (runs of 64 bytes per dst
+ * row stream at a third of the speed, as in the tiles).  Needs g, dst and
+ * dst's row step multiples of 16 (the smallest streaming store).
+ * Measured on the 2-core dev VM, float32, torch tensors (dst on a line),
+ * GB/s, ROWS / groups, median of 5 interleaved rounds, 1 thread and 2 (memcpy
+ * of the same bytes: 18-21 and 21-41; glibc's memcpy does not stream here,
+ * as it sizes its threshold from sysconf's L3, 384 MiB on this VM):
+ *   (1024,1024,16) by (1,0,2), g = 64: 5.8 / 17.1 and 11.8 / 23.1;
+ *   (2048,2048,8), g = 32: 4.0 / 16.3 and 7.8 / 27.4;
+ *   (2048,1024,12), g = 48: 4.9 / 14.6 and 9.6 / 28.4;
+ *   (256,256,256), g = 1 KiB: 13.3 / 25.7 and 21.6 / 30.5;
+ *   (4,12,2048,64) by (0,2,1,3): 18.9 / 39.5 and 20.1 / 40.1;
+ *   (64,224,224,16) by (0,2,1,3) (rows 14 KiB apart, which ROWS units
+ *   prefetch): 14.8 / 14.3 and 29.4 / 28.0;
+ *   dst 16 bytes into a line (NumPy's large buffers): (1024,1024,16) 6.0 /
+ *   23.1 and 11.3 / 23.1; (64,224,224,16) 14.7 / 17.3 and 17.1 / 23.2.
+ * Units of 64-byte runs per dst row: (1024,1024,16) 11.4 against 17.1.
+ * Those copies were 16 MiB or more.  From 4 MiB, where this began, the
+ * streaming stores write to memory what cached ones leave in L3, which
+ * holds such a copy's src and dst until they outgrow about half of it, and
+ * from L3 two threads copy twice as fast as one: streamed, 2 threads ran no
+ * faster than 1.  On the 2-core Zen 5 dev VM (32 MiB L3), torch tensors,
+ * copy_into, best of 7 batches, GB/s, two rounds of fresh processes
+ * alternating the builds, 1 thread and 2, streamed from 4 MiB / from 8 MiB
+ * a thread (torch): (8,12,197,64) float32 by (0,2,1,3) (ViT-B, 4.6 MiB)
+ * 39-44 / 55-58 (52-55) and 41-43 / 91-99 (89-98); (4,12,512,64) 40-45 /
+ * 53-57 and 37-43 / 97-106 (94-103), dst 16 bytes into a line 31-34 /
+ * 56-57 and 32-34 / 101; (8,12,512,64) (12 MiB) 44 / 40-44 (28-36) and
+ * 43 / 57-67 (62-75); (4,16,1024,64) float16 (8 MiB) 43 / 41-44 and 41-42
+ * / 67-69 (83-93); (16,4096,16) float32 by (1,0,2) (4 MiB) 37-38 / 40 and
+ * 38-39 / 65-70 (48-62).  Lost: (2,8,4096,32) float16 (4 MiB, rows of 64
+ * bytes) 40-42 / 30-38 (22-26) at 1 thread, 40 / 55-67 at 2.  16 MiB and
+ * more level, as they stream at either threshold: (16,12,512,64) float32,
+ * (8,16,1024,64) float16, (512,1024,32) uint8, (1024,1024,16) float32. */
+static bool pl_group_streams(const _pylayout_kernels *k, int n, const int64_t *ss, const int64_t *ds, int64_t e,
+                             int64_t g, const char *dst, int64_t bytes, int nt)
+{
+    if (n < 3 || ss[n - 1] != e || ds[n - 1] != e || g <= 16 || g % 16 != 0 || k->group_stream == NULL ||
+        bytes < pl_max(1, nt) * pl_stream_min_wide_bytes() || (uintptr_t)dst % 16 != 0 || ds[n - 2] != g)
+        return false;
+    int b; /* the folded copy's: a transpose whose groups are contiguous along b in src */
+    return pl_choose_kind(n - 1, ss, ds, g, &b) == PL_TRANSPOSE && ss[b] == g && ds[b] % 16 == 0;
 }
 
 /* 1- and 2-byte transposes whose src or dst rows are a multiple of
@@ -2676,7 +2694,7 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         return;
     /* Longer ones are one element where that makes the copy a streamed
      * transpose of groups (pl_group_streams). */
-    if (pg == NULL && pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes)) {
+    if (pg == NULL && pl_group_streams(k, n, ss, ds, is, group, dst, stream_bytes, nt)) {
         pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, par_min, stream_bytes, NULL);
         return;
     }

@@ -1149,7 +1149,7 @@ static void big_check_slack(const uint8_t *dbuf, size_t doff, size_t bytes, cons
         CHECK(dbuf[i] == 0xA5, "%s wrote past dst", what);
 }
 
-/* Large inputs only: a dense permute of a big tensor (4-12 MiB, or 256 KiB-2 MiB), so that
+/* Large inputs only: a dense permute of a big tensor (4-18 MiB, or 256 KiB-2 MiB), so that
  * every kernel family runs at the sizes where it streams and goes parallel
  * tile transposes, thin (2-8 element) interleaves, row copies, transposes of
  * groups.  src is dense
@@ -1162,15 +1162,16 @@ static void op_big_permute(reader *r)
     static const int64_t sizes[] = {2, 3, 4, 5, 8, 17, 27, 28, 64, 255, 1000, 4099};
     /* bit 7 of the first byte: a permute of 256 KiB - 2 MiB, below the
      * streaming threshold, for the cached tiles (their strips when dst rows
-     * lie a multiple of 1 KiB apart); else 4 - 12 MiB, past it (and past
-     * 8 MiB, where 4- and 8-byte transposes with dst rows on lines stream) */
+     * lie a multiple of 1 KiB apart); else 4 - 18 MiB, past it (and past
+     * 8 MiB, where 4- and 8-byte transposes with dst rows on lines stream,
+     * and 8 MiB a thread, where transposes of groups do) */
     const uint8_t first = u8(r);
     const bool cached = first & 0x80;
     /* bit 5: planned as for Intel cores, else as for AMD's (PYLAYOUT_CORES,
      * src/cpu_features.h): some routes are taken on one vendor's only */
     setenv("PYLAYOUT_CORES", (first & 0x20) ? "intel" : "amd", 1);
     const int64_t lo_bytes = cached ? (int64_t)256 << 10 : (int64_t)4 << 20;
-    const int64_t hi_bytes = cached ? (int64_t)2 << 20 : (int64_t)12 << 20;
+    const int64_t hi_bytes = cached ? (int64_t)2 << 20 : (int64_t)18 << 20;
     int ndim = 2 + first % 4;
     size_t is = (size_t)1 << (u8(r) % 4);
     int64_t shape[5], sstr[5], dstr[5];
