@@ -2,7 +2,9 @@
  * plan.c - the copy engine: turns a canonical copy (copy.c) into a loop nest
  * of units and runs it.  Four steps, one function each:
  *   1. choose the kind of unit (pl_choose_kind):
- *        ROWS       innermost dim unit-stride in both: memcpy of rows;
+ *        ROWS       innermost dim unit-stride in both: memcpy of rows,
+ *                   units along b = a - 1 or along src's dense dim
+ *                   (pl_row_block_dim);
  *        TRANSPOSE  dst unit-stride along dim a, src smallest-stride along
  *                   another dim b: cache-blocked tiles;
  *        THIN       a TRANSPOSE with a side of 2 to 8 elements (3-channel
@@ -16,7 +18,8 @@
  *      (among them transposes of groups, short rows as elements:
  *      pl_group_streams), or the portable 2-D loop;
  *   3. build the loops (pl_build_loops): the dims left over, outermost
- *      first, then the tile indices of b and a;
+ *      first, then the tile indices of b and a (short row units take
+ *      several iterations of the loop outside them: pl_fold_rows);
  *   4. run them (pl_run): serially, or cut into contiguous ranges of units
  *      across the persistent team (threads.c) when the copy is large enough.
  */
@@ -151,9 +154,8 @@
  * 2 threads: (64,64,64,64) uint8 by (0,2,1,3) 10.4 / 23.3, 44.7 / 62.3;
  * float32 (4,12,2048,64) 16.3 / 19.9, 40.5 / 48.5; float16 (8,32,512,128)
  * 16.5 / 19.3, 37.6 / 42.5; float32 (8,16,1024,64) 15.7 / 17.4, 35.1 / 40.3.
- * Only copies past a quarter of the L3 (pl_stream_min_wide_bytes), whose
- * rows come from memory, prefetch: from the caches the prefetches cost
- * more than they saved.  Zen 5 dev VM, torch tensors, copy_into, best of
+ * Only copies past pl_rows_cached_max_bytes, whose rows come from memory,
+ * prefetch: from the caches the prefetches cost more than they saved.  Zen 5 dev VM, torch tensors, copy_into, best of
  * 7, GB/s, three rounds of fresh processes alternating (a throwaway
  * switch), prefetched / not: uint8 (128,32,32,3) by (1,0,2,3) (393 KB,
  * rows of 96 bytes) 30.7-33.2 / 40.5-41.9 at 1 thread, 48.1-49.4 /
@@ -245,14 +247,17 @@ enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED, PL_THIN, PL_FUSED };
 #define PL_FUSE_LEVELS 3
 
 /* The canonical copy as a loop nest of units.  Loop dims (outermost first)
- * end with the tile index of dim b, then of dim a; a unit moves an na x nb
- * block: elements i < na along a, j < nb along b. */
+ * end with the tile index of dim b (row_blocks: in b's place), then of dim
+ * a; a unit moves an na x nb block: elements i < na along a, j < nb along
+ * b (fold > 1: one such block for each of fold iterations of loop
+ * fold_loop). */
 typedef struct pl_plan {
     enum pl_kind kind;
     size_t itemsize;
     const char *src;
     char *dst;
     int nloop;
+    int bloop;                            /* the loop of b's tile index: nloop - 2, or b's place (row_blocks) */
     int64_t na, nb, ta, tb;               /* extents and tile sizes of a and b */
     int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
     _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
@@ -263,6 +268,9 @@ typedef struct pl_plan {
     int64_t pf_dst;                       /* stream_out transposes: dst bytes ahead of the next block, or 0 */
     bool stream_runs;                     /* stream_out transposes: each dst row's run streamed on its own */
     bool small_rows;                      /* ROWS of at most PL_SMALL_ROW_BYTES bytes: copied inline */
+    bool row_blocks;                      /* ROWS units along src's dense dim: see PL_ROW_BLOCK_MAX_UNIT_BYTES */
+    int fold_loop;                        /* ROWS: fold iterations of this loop a unit, when fold > 1 */
+    int64_t fold, fold_count, fold_ss, fold_ds; /* that loop's own count and steps (see PL_ROWS_FOLD_BYTES) */
     _pylayout_rows_fn rows;               /* ROWS up to PL_ROWS_KERNEL_MAX_BYTES: the path's row kernel, or NULL */
     _pylayout_group_stream_fn group_stream; /* TRANSPOSE of groups (itemsize > 16) */
     int64_t planes;                       /* TRANSPOSE of groups of this many elements: pl_run_planes */
@@ -846,9 +854,16 @@ static void pl_decode_unit(const pl_plan *p, int64_t u, int64_t *idx, int64_t *s
 static inline void pl_run_at(const pl_plan *p, const int64_t *idx, int64_t soff, int64_t doff, char *buf,
                              int64_t half)
 {
-    const int nl = p->nloop;
+    const int nl = p->nloop, bl = p->bloop;
     const int64_t na = idx[nl - 1] == p->count[nl - 1] - 1 ? p->na - (p->count[nl - 1] - 1) * p->ta : p->ta;
-    const int64_t nb = idx[nl - 2] == p->count[nl - 2] - 1 ? p->nb - (p->count[nl - 2] - 1) * p->tb : p->tb;
+    const int64_t nb = idx[bl] == p->count[bl] - 1 ? p->nb - (p->count[bl] - 1) * p->tb : p->tb;
+    if (p->fold > 1) { /* several iterations of loop fold_loop: the last may have fewer */
+        const int f = p->fold_loop;
+        const int64_t m = idx[f] == p->count[f] - 1 ? p->fold_count - (p->count[f] - 1) * p->fold : p->fold;
+        for (int64_t q = 0; q < m; q++)
+            pl_run_unit(p, p->src + soff + q * p->fold_ss, p->dst + doff + q * p->fold_ds, na, nb, buf, half);
+        return;
+    }
     pl_run_unit(p, p->src + soff, p->dst + doff, na, nb, buf, half);
 }
 
@@ -1018,6 +1033,24 @@ static int64_t pl_stream_min_wide_bytes(void)
     return quarter_l3 < PL_STREAM_MIN_BYTES ? PL_STREAM_MIN_BYTES
            : quarter_l3 > PL_STREAM_MIN_WIDE_BYTES ? PL_STREAM_MIN_WIDE_BYTES
                                                    : quarter_l3;
+}
+
+/* Row copies up to this many bytes find their src rows in the caches:
+ * 11/8 of pl_stream_min_wide_bytes (11 MiB with 32 MiB of L3, src and dst
+ * 70 % of it).  Past it their units prefetch src rows (PL_ROWS_AHEAD_BYTES);
+ * they did past pl_stream_min_wide_bytes, which lost where src and dst
+ * still fit.  On the 2-core Zen 5 dev VM, torch tensors, copy_into, GB/s,
+ * best of 7 batches, the two ways alternating in one process (a throwaway
+ * switch), by (0,2,1,3), 2 threads, prefetched / not: (4,16,1024,64)
+ * float16 (8 MiB) 68.6-69.7 / 80.5-87.0 (torch 89), (6,12,512,64) float32
+ * (9 MiB) 78-81 / 82-87 (torch 91-94), with units of several rows
+ * (pl_fold_rows) (5,16,1024,64) float16 (10 MiB) 63 / 82, (7,12,512,64)
+ * float32 (10.5 MiB) 67 / 74; past it the prefetches won: (16,12,512,64)
+ * float16 (12 MiB) 64 / 55, (6,16,1024,64) 56 / 53, (8,16,1024,64) (16
+ * MiB) 51 / 37-42. */
+static int64_t pl_rows_cached_max_bytes(void)
+{
+    return pl_stream_min_wide_bytes() / 8 * 11;
 }
 
 /* Transposes of groups.  A dst-innermost dim contiguous in both tensors
@@ -1873,6 +1906,54 @@ static bool pl_rows_stream(const pl_plan *p, const _pylayout_kernels *k, int64_t
  * 1572-1667. */
 #define PL_GATHERK_MIN_BYTE_ROW 8
 
+/* Row copies whose units (whole rows of a along b = a - 1, dst's next dim
+ * out) are short, their rows far apart in src (the attention permute of
+ * float16, (4,12,512,64) by (0,2,1,3): 12 rows of 128 bytes, 64 KiB apart;
+ * (3,N,32) uint8 by (1,0,2): 3 rows of 32 bytes), take their units along
+ * src's dense dim instead, where one outside b has rows packed in src:
+ * PL_ROW_BLOCK_SRC_BYTES of src a unit, into rows of dst that far apart;
+ * the units go in dst order, b's tile index in b's place, so the dst a
+ * block of them writes is whole before the next: each reads 2 KiB of src in
+ * order, where a unit along b read a few rows from as many pages.  On the
+ * 2-core Zen 5 dev VM, torch tensors, copy_into, GB/s, 1 thread (best of 7
+ * batches) / 2 threads (the tenth percentile of single copies), fresh
+ * processes alternating builds, before / after (with pl_fold_rows; torch):
+ * float16 (4,12,512,64) by (0,2,1,3) 43.4-43.6 / 47.8-48.9 and 77-78 / 94
+ * (42-43 and 74-77), (8,12,512,64) 41-42 / 48-49 and 79-81 / 97 (42, 82-84);
+ * float32 (8,4096,16) by (1,0,2) 28-35 / 47-50 and 39-53 / 87-89 (26-28,
+ * 28-47), (16,4096,16) 38 / 48 and 69 / 87-88 (25-33, 48-60); uint8
+ * (3,20000,32) by (1,0,2) 11.7-12.0 / 47-49 and 21-22 / 88 (7.6-8.0, 15-16),
+ * (3,60000,32) 11.0-11.3 / 49-50 and 22 / 90, (64,3,64,64) by (0,2,1,3)
+ * 22-23 / 52-54 and 42-43 / 97-101 (15-16, 29); float16 (2,8,4096,32) 32-36
+ * / 46-50 and 34-61 / 86-90.  Not for units of PL_ROW_BLOCK_MAX_UNIT_BYTES
+ * or more, whose rows the hardware follows (1 thread, a throwaway switch:
+ * float32 (1,12,512,64), 3 KiB units, 55 -> 50; uint8 (32,128,12,64), 8 KiB,
+ * 58 -> 42; float16 (4096,8,8,4), 256 KiB, 50 -> 41), nor past
+ * pl_stream_min_wide_bytes, where dst's scattered rows went to memory before
+ * they were whole (float16 (16,12,512,64), 12 MiB, 2 threads: 63-65 -> 48-50;
+ * torch 56-66), unless a unit has PL_ROW_BLOCK_FEW_ROWS rows or fewer: its
+ * block of dst is 8 KiB or less, (3,130000,32) uint8 (12 MiB) 8-10 -> 70-72
+ * at 2 threads. */
+#define PL_ROW_BLOCK_MAX_UNIT_BYTES 2048
+#define PL_ROW_BLOCK_SRC_BYTES 2048
+#define PL_ROW_BLOCK_FEW_ROWS 4
+
+/* b, or the dim the row copy's units take instead (setting *blocks). */
+static int pl_row_block_dim(int n, const int64_t *shape, const int64_t *ss, int b, int64_t is, int64_t total_bytes,
+                            bool *blocks)
+{
+    const int64_t row = shape[n - 1] * is;
+    if (n < 3 || b < 0 || ss[b] == row || shape[b] * row >= PL_ROW_BLOCK_MAX_UNIT_BYTES ||
+        (total_bytes > pl_stream_min_wide_bytes() && shape[b] > PL_ROW_BLOCK_FEW_ROWS))
+        return b;
+    for (int c = 0; c < b; c++)
+        if (ss[c] == row && shape[c] > 1) {
+            *blocks = true;
+            return c;
+        }
+    return b;
+}
+
 /* ROWS and STRIDED units: step-2 to step-8 gathers where the table has
  * them, and how many rows one unit takes. */
 static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total_bytes, int nt)
@@ -2027,6 +2108,8 @@ static void pl_choose_rows(pl_plan *p, const _pylayout_kernels *k, int64_t total
         unit_elems = pl_max(1, pl_chunk_bytes(total_bytes, nt) / is);
     p->ta = pl_min(p->na, unit_elems);
     p->tb = pl_min(p->nb, pl_max(1, unit_elems / p->ta));
+    if (p->row_blocks)
+        p->tb = pl_min(p->tb, pl_max(1, PL_ROW_BLOCK_SRC_BYTES / row));
     p->small_rows = p->kind == PL_ROWS && p->na * is <= PL_SMALL_ROW_BYTES && !p->grouped && !p->staged;
     if (p->kind == PL_ROWS && pl_rows_stream(p, k, total_bytes)) {
         p->stream_out = k->stream_copy;
@@ -2082,7 +2165,7 @@ static void pl_choose_prefetch(pl_plan *p, int nl, int64_t total_bytes)
         return; /* streamed rows (pl_rows_stream) */
     const int64_t row_bytes = p->na * (int64_t)p->itemsize, unit_bytes = p->ta * p->tb * (int64_t)p->itemsize;
     const bool rows = p->kind == PL_ROWS && row_bytes >= PL_LINE_BYTES && row_bytes <= PL_AHEAD_ROW_BYTES &&
-                      unit_bytes <= PL_ROWS_AHEAD_BYTES && total_bytes >= pl_stream_min_wide_bytes();
+                      unit_bytes <= PL_ROWS_AHEAD_BYTES && total_bytes > pl_rows_cached_max_bytes();
     if (p->stream_out == NULL && !rows)
         return;
     for (int c = nl - 1; c >= 0; c--) {
@@ -2098,32 +2181,74 @@ static void pl_choose_prefetch(pl_plan *p, int nl, int64_t total_bytes)
     }
 }
 
+/* Row units (PL_ROWS, plain row copies) of at most half this many bytes
+ * that span all of a and b take several iterations of the loop just outside
+ * them, up to this many bytes a unit: the walk from unit to unit (the
+ * odometer, the unit's tile edges) cost as much as copying a unit of a few
+ * hundred bytes.  Not where rows prefetch (pf_dist).  On the 2-core Zen 5
+ * dev VM, 1 thread, torch tensors, copy_into, GB/s, best of 7 batches, a
+ * unit a fold's iteration / 16 KiB units (a throwaway switch, alternating
+ * in one process, units along b = a - 1): (3,20000,32) uint8 by (1,0,2) 12.5
+ * / 34, (64,3,64,64) uint8 by (0,2,1,3) 22.9 / 43.9, (8,4096,16) float32
+ * by (1,0,2) 37 / 42.5, (16,1024,64) float16 51.4 / 54.1, (4,12,512,64)
+ * float16 by (0,2,1,3) 44.6 / 47.4. */
+#define PL_ROWS_FOLD_BYTES ((int64_t)16 * 1024)
+
+static void pl_fold_rows(pl_plan *p)
+{
+    const int nl = p->nloop, f = p->bloop == nl - 2 ? nl - 3 : nl - 2;
+    const int64_t unit = p->ta * p->tb * (int64_t)p->itemsize;
+    if (p->kind != PL_ROWS || p->grouped || p->staged || p->blocks || p->stream_out != NULL || p->pf_dist != 0 ||
+        f < 0 || p->count[nl - 1] != 1 || (p->count[p->bloop] != 1 && p->bloop > f) || p->count[f] < 2 ||
+        2 * unit > PL_ROWS_FOLD_BYTES)
+        return;
+    p->fold_loop = f;
+    p->fold = pl_min(p->count[f], PL_ROWS_FOLD_BYTES / unit);
+    p->fold_count = p->count[f];
+    p->fold_ss = p->sstep[f];
+    p->fold_ds = p->dstep[f];
+    p->count[f] = pl_ceil_div(p->fold_count, p->fold);
+    p->sstep[f] *= p->fold;
+    p->dstep[f] *= p->fold;
+}
+
 /* The loop nest: every canonical dim but a and b in dst order, then the
- * tile indices of b and a. */
+ * tile indices of b and a; with row_blocks, b's tile index in b's place. */
 static void pl_build_loops(pl_plan *p, int n, const int64_t *shape, const int64_t *ss, const int64_t *ds, int a,
                            int b, int64_t total_bytes)
 {
     int nl = 0;
     for (int k = 0; k < n; k++) {
-        if (k == a || k == b)
+        if (k == a || (k == b && !p->row_blocks))
             continue;
-        p->count[nl] = shape[k];
-        p->sstep[nl] = ss[k];
-        p->dstep[nl] = ds[k];
+        if (k == b) {
+            p->bloop = nl;
+            p->count[nl] = pl_ceil_div(p->nb, p->tb);
+            p->sstep[nl] = p->tb * p->ssb;
+            p->dstep[nl] = p->tb * p->dsb;
+        } else {
+            p->count[nl] = shape[k];
+            p->sstep[nl] = ss[k];
+            p->dstep[nl] = ds[k];
+        }
         nl++;
     }
     if (p->kind == PL_TRANSPOSE)
         pl_keep_src_lines_hot(p, nl);
-    p->count[nl] = pl_ceil_div(p->nb, p->tb);
-    p->sstep[nl] = p->tb * p->ssb;
-    p->dstep[nl] = p->tb * p->dsb;
-    nl++;
+    if (!p->row_blocks) {
+        p->bloop = nl;
+        p->count[nl] = pl_ceil_div(p->nb, p->tb);
+        p->sstep[nl] = p->tb * p->ssb;
+        p->dstep[nl] = p->tb * p->dsb;
+        nl++;
+    }
     p->count[nl] = pl_ceil_div(p->na, p->ta);
     p->sstep[nl] = p->ta * p->ssa;
     p->dstep[nl] = p->ta * p->dsa;
     nl++;
     p->nloop = nl;
     pl_choose_prefetch(p, nl, total_bytes);
+    pl_fold_rows(p);
 }
 
 /* ----------------------------------------------------------------- blocks */
@@ -2721,6 +2846,8 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
     const int a = n - 1; /* the dst-innermost dim */
     int b;
     p.kind = pl_choose_kind(n, ss, ds, is, &b);
+    if (pg == NULL && p.kind == PL_ROWS)
+        b = pl_row_block_dim(n, shape, ss, b, is, total_bytes, &p.row_blocks);
     p.na = shape[a];
     p.ssa = ss[a];
     p.dsa = ds[a];

@@ -532,9 +532,10 @@ END_TEST
  * kernels in rows_x86.c up to 4 KiB a row, memcpy past it).  Rows of 3 to
  * 9000 bytes around every move width (two overlapping moves of 2 to 32
  * bytes, a loop and its last move ending at the row's end), from 1-, 2-
- * and 4-byte elements, units of fewer rows than a group gather takes; src and dst off their lines.  The 8.7 MB copy's rows of 64
- * bytes prefetch their src (units of 8.7 KB, past a quarter of the L3 on
- * most machines). */
+ * and 4-byte elements, units of fewer rows than a group gather takes; src
+ * and dst off their lines.  The 12 MB copy's rows of 64 bytes prefetch
+ * their src where dst is off its lines (units of 8.7 KB, past 11 MiB: past
+ * plan.c's pl_rows_cached_max_bytes on any machine). */
 START_TEST(test_row_copies)
 {
     static const int swap[3] = {1, 0, 2};
@@ -558,10 +559,45 @@ START_TEST(test_row_copies)
     case_set set = {cases, nc, offs, 4};
     at_1_and_2_threads(run_set, &set);
 
-    static const int64_t far[3] = {136, 1000, 64}; /* 8.7 MB */
+    static const int64_t far[3] = {136, 1400, 64}; /* 12.2 MB */
     const copy_case big = permute_case(3, far, swap, 1);
     static const size_t big_offs[] = {0, 0, 5, 17};
     case_set bigset = {&big, 1, big_offs, 2};
+    at_1_and_2_threads(run_set, &bigset);
+}
+END_TEST
+
+/* Row copies whose units take src's dense dim (plan.c's pl_row_block_dim):
+ * (A, N, n) by (1, 0, 2) with A rows of n elements a unit, N long; tiles of
+ * 2 KiB of src along N that end mid-dim, from 1-, 2-, 4- and 8-byte
+ * elements; the attention permute of float16; copies the threads split,
+ * and one of 3 rows a unit past 8 MiB; src and dst off their lines.  Their
+ * units, and those of (A, N, n) where A rows of n are 2 KiB or more, take
+ * several iterations of the loop outside them (pl_fold_rows): (4, 97, 500)
+ * of 2-byte elements, (3, 301, 392) of 1 and 2 bytes, and the attention
+ * permute end on a shorter fold. */
+START_TEST(test_row_blocks)
+{
+    static const int swap[3] = {1, 0, 2}, heads[4] = {0, 2, 1, 3};
+    static const int64_t shapes[][3] = {
+        {3, 1000, 3}, {2, 777, 32}, {5, 130, 100}, {3, 301, 392}, {4, 97, 500}, {2, 1001, 7},
+    };
+    enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+    copy_case cases[4 * NSHAPES + 1];
+    int nc = 0;
+    for (size_t e = 1; e <= 8; e *= 2)
+        for (int i = 0; i < NSHAPES; i++)
+            cases[nc++] = permute_case(3, shapes[i], swap, e);
+    static const int64_t attn[4] = {2, 12, 77, 64};
+    cases[nc++] = permute_case(4, attn, heads, 2);
+    static const size_t offs[] = {0, 0, 1, 3, 17, 40, 63, 5};
+    case_set set = {cases, nc, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+
+    static const int64_t par[3] = {3, 20000, 32}, few[3] = {3, 140000, 32}; /* 1.9 and 13.4 MB */
+    const copy_case big[] = {permute_case(3, par, swap, 1), permute_case(3, few, swap, 1)};
+    static const size_t big_offs[] = {0, 0, 5, 17};
+    case_set bigset = {big, 2, big_offs, 2};
     at_1_and_2_threads(run_set, &bigset);
 }
 END_TEST
@@ -767,7 +803,7 @@ static Suite *tiles_suite(void)
         TCASE("f16", TEST(test_f16_streaming_off_lines)),
         TCASE("short_rows", TEST(test_short_rows_streaming)),
         TCASE("crowded_rows", TEST(test_crowded_rows)),
-        TCASE("rows", TEST(test_row_copies)),
+        TCASE("rows", TEST(test_row_copies), TEST(test_row_blocks)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes)),
     };

@@ -1262,6 +1262,70 @@ static void op_big_permute(reader *r)
     unsetenv("PYLAYOUT_CORES");
 }
 
+/* Large inputs only: a permute that keeps the last dim, (A, N, n) by
+ * (1, 0, 2) or the attention permute (B, A, N, n) by (0, 2, 1, 3), of
+ * 256 KiB - 14 MiB, so that the row copies (plan.c's PL_ROWS) run in every
+ * form: units of A rows (1 to 16, of 1 to 256 elements), along src's dense
+ * dim where they are short (pl_row_block_dim), several a unit
+ * (pl_fold_rows), prefetched past 11 MiB, split by the threads.  src is
+ * dense in its own order and ends at its last element, dst row-major, both
+ * at fuzzed byte offsets; dst's slack holds a sentinel.  Every element and
+ * every slack byte is checked. */
+static void op_big_rows(reader *r)
+{
+    const size_t is = (size_t)1 << (u8(r) % 4);
+    const uint8_t form = u8(r);
+    const int ndim = (form & 1) ? 4 : 3;
+    const int64_t A = 1 + u8(r) % 16, n = 1 + u8(r) % 256, B = ndim == 4 ? 1 + u8(r) % 4 : 1;
+    const int64_t bytes_target = ((int64_t)256 << 10) + (int64_t)u8(r) * (56 << 10); /* 256 KiB - 14.2 MiB */
+    const int64_t N = 1 + bytes_target / (int64_t)is / (A * n * B);
+    /* src (B, A, N, n) dense; dst (B, N, A, n) row-major */
+    int64_t shape[4], sstr[4], dstr[4];
+    const int64_t s_n = 1, s_N = n, s_A = N * n, s_B = A * N * n;
+    int64_t dims[4][2] = {{B, s_B}, {N, s_N}, {A, s_A}, {n, s_n}};
+    for (int d = 0; d < 4; d++) {
+        shape[d] = dims[d][0];
+        sstr[d] = dims[d][1];
+    }
+    if (ndim == 3) { /* drop B (1) */
+        for (int d = 0; d < 3; d++) {
+            shape[d] = shape[d + 1];
+            sstr[d] = sstr[d + 1];
+        }
+    }
+    int64_t acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        dstr[d] = acc;
+        acc *= shape[d];
+    }
+    const size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is, bytes = (size_t)acc * is;
+    uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
+    CHECK(sbuf && dbuf, "out of memory");
+    big_fill(sbuf, soff + bytes);
+    memset(dbuf, 0xA5, doff + bytes + 64);
+    const DLDataType dt = big_dtype(is);
+    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
+                    .strides = sstr, .byte_offset = soff};
+    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
+                    .strides = dstr, .byte_offset = doff};
+    pylayout_status st = pylayout_copy(&src, &dst);
+    CHECK(st == PYLAYOUT_OK, "big rows failed: %d", (int)st);
+    int64_t idx[4] = {0};
+    do {
+        int64_t so = 0, dof = 0;
+        for (int d = 0; d < ndim; d++) {
+            so += idx[d] * sstr[d];
+            dof += idx[d] * dstr[d];
+        }
+        CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
+              "big rows (%lld x %lld x %lld x %lld): element %lld differs", (long long)B, (long long)A,
+              (long long)N, (long long)n, (long long)dof);
+    } while (next_index(ndim, shape, idx));
+    big_check_slack(dbuf, doff, bytes, "big rows");
+    free(sbuf);
+    free(dbuf);
+}
+
 /* Large inputs only: x[..., ::k] (k = 2 to 9) of rows into a dense dst of
  * 256 KiB - 8 MiB, so that the step-2 and step-k gathers (copy_x86.c,
  * gather_x86.c) run where they stream and go parallel; or k = 0, a source
@@ -1481,6 +1545,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         op_complex(&r, false);
         break;
     case 5:
+        if (LARGE && (op & 0x08)) { /* 0xfd */
+            op_big_rows(&r);
+            break;
+        }
         op_tensor(&r);
         break;
     case 6:

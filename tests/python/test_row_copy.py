@@ -6,10 +6,16 @@ run of rows, copied by the SIMD path's row kernel (src/rows_x86.c, up to 4
 KiB a row; plan.c's PL_ROWS) or, past that and on the paths without one,
 by memcpy and inline moves.  Checked on rows of 3 to 9000 bytes around
 every move width (two overlapping moves of 2 to 32 bytes, a loop whose last
-move ends at the row's end), units too short for a group gather, every element size, sources and destinations off their
-cache lines and off their element alignment, guard bytes around every
-destination, 1 and 2 threads, and a 9 MB copy whose rows prefetch their
-source.  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD set;
+move ends at the row's end), units too short for a group gather, every
+element size, sources and destinations off their cache lines and off their
+element alignment, guard bytes around every destination, 1 and 2 threads,
+and a 12.9 MB copy whose rows prefetch their source (past 11 MiB: plan.c's
+pl_rows_cached_max_bytes on any machine).  Units of a few short rows far
+apart in src take src's dense dim instead (plan.c's pl_row_block_dim): 2 KiB
+tiles of it that end mid-dim, the attention permute of float16, copies the
+threads split and one of 3 rows a unit past 8 MiB; units under 8 KiB take
+several iterations of the loop outside them (pl_fold_rows), the last fold
+short.  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD set;
 a path this CPU lacks runs the best one it has, which the child reports.
 The C suite (tests/c/check_tiles.c, tcase "rows") checks the same kernels
 on every path, under valgrind and the sanitizers too.
@@ -48,10 +54,26 @@ def run():
             x = source(2 * 3 * 20 * 40, dtype, 7, isz).reshape(2, 3, 20, 40)
             check(x.transpose(0, 2, 1, 3))
             cases += 1
-        # 9 MB of 64-byte rows in units of 9 KB: each row's source prefetched
-        x = source(144 * 1000 * 64, np.uint8, 3, 5).reshape(144, 1000, 64)
+            # a few short rows a unit, a long dim packed in src: units along
+            # it, 2 KiB tiles ending mid-dim, folded (pl_row_block_dim)
+            for a, b, row in ((3, 1000, 3), (2, 777, 32), (5, 130, 100), (3, 301, 392), (4, 97, 500)):
+                n = max(1, row // isz)
+                x = source(a * b * n, dtype, row + b, isz).reshape(a, b, n)
+                check(x.transpose(1, 0, 2))
+                cases += 1
+        # float16 heads of 64 (12 rows of 128 bytes a unit), 3 MB; 3 rows of
+        # 32 bytes a unit, 1.9 MB: both split by the threads
+        x = source(4 * 12 * 512 * 64, np.float16, 11, 2).reshape(4, 12, 512, 64)
+        check(x.transpose(0, 2, 1, 3))
+        x = source(3 * 20000 * 32, np.uint8, 12, 3).reshape(3, 20000, 32)
         check(x.transpose(1, 0, 2))
-        cases += 1
+        # 3 rows a unit past 8 MiB (13.4 MB): still units along the dense dim
+        x = source(3 * 140000 * 32, np.uint8, 13, 5).reshape(3, 140000, 32)
+        check(x.transpose(1, 0, 2))
+        # 12.9 MB of 64-byte rows in units of 9 KB: each row's source prefetched
+        x = source(144 * 1400 * 64, np.uint8, 3, 5).reshape(144, 1400, 64)
+        check(x.transpose(1, 0, 2))
+        cases += 4
     print("simd=" + pl.info()["simd"], "cases", cases)
 
 run()
