@@ -471,10 +471,16 @@ def copy_cases(quick: bool) -> list[Case]:
     # stream per head (plan.c's small rows); ViT-B's 4.6 MB in L3, row
     # copies up to 8 MiB a thread, streamed past it (pl_group_streams)
     for shp, dt in (((4, 12, 2048 // s, 64), torch.float32), ((64 // s, 64, 64, 64), torch.uint8),
-                    ((max(1, 8 // s), 12, 197, 64), torch.float32)):
+                    ((max(1, 8 // s), 12, 197, 64), torch.float32), ((4, 12, 512 // s, 64), torch.float16)):
         cases.append(Case(f"attention heads {shp} {str(dt)[6:]} by (0, 2, 1, 3)",
                           lambda shp=shp, dt=dt: torch.randn(*shp).to(dt).permute(0, 2, 1, 3),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # units of a few short rows far apart in src (3 planes' rows to
+    # (N, H, C, W)): units along src's dense dim (plan.c's pl_row_block_dim)
+    shp = (64 // s, 3, 64, 64)
+    cases.append(Case(f"image rows to (N, H, C, W) {shp} uint8 by (0, 2, 1, 3)",
+                      lambda shp=shp: torch.randint(0, 255, shp, dtype=torch.uint8).permute(0, 2, 1, 3),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # permutes that keep the last dim, 0.4-3 MB, source and result in cache:
     # rows of 64-392 bytes, each unit's rows through the row kernel
     # (rows_x86.c, plan.c's PL_ROWS_KERNEL_MAX_BYTES)
