@@ -61,6 +61,20 @@
 #define PL_PLANES_STACK_BYTES 4096
 #define PL_PLANES_HEAP_MIN_BYTES ((int64_t)64 * 1024)
 
+/* Regrouped copies (pl_regroup) stage each unit's A x B planes in an L1
+ * buffer: of PL_REGROUP_BUFFER_BYTES where the copy stays in cache, of
+ * PL_REGROUP_AHEAD_BYTES past pl_stream_min_wide_bytes, where each unit
+ * also prefetches the next one's src rows and dst rows.  On the 2-core
+ * Zen 5 dev VM, (A, J, B) by (2, 1, 0), A in {2, 8}, B = 4, elements of
+ * 1 to 16 bytes, 1 thread, GB/s: 64 MB with 4 / 16 KiB buffers, without
+ * prefetching 5.6-17.5 / 5.9-8.0, prefetching 11.6-19.5 / 10.9-14.8; 1 MB
+ * (A in {2, 3, 8}, B in {4, 7}), 16 KiB without prefetching 11.7-36.3, 4
+ * KiB prefetching 8.8-30.9. */
+#define PL_REGROUP_BUFFER_BYTES 16384
+#define PL_REGROUP_AHEAD_BYTES 4096
+/* Fewer groups along j than this stay tiles: each unit would be a few. */
+#define PL_REGROUP_MIN_GROUPS 8
+
 /* Transposes into planes in registers (tile_split, see pl_choose_planes)
  * take units of this many groups a side.  float32 (H,W,C) by (2,1,0), 1
  * thread, GB/s read + written, units of 32 / 48-64 (the planes' units) /
@@ -241,7 +255,7 @@
  * element moves each, and the tile loop does them as well. */
 #define PL_THIN_MIN_LONG 16
 
-enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED, PL_THIN, PL_FUSED };
+enum pl_kind { PL_ROWS, PL_TRANSPOSE, PL_STRIDED, PL_THIN, PL_FUSED, PL_REGROUP };
 
 /* Levels of a fused transpose's side: the dims below its tiled one. */
 #define PL_FUSE_LEVELS 3
@@ -276,7 +290,7 @@ typedef struct pl_plan {
     int64_t planes;                       /* TRANSPOSE of groups of this many elements: pl_run_planes */
     int64_t ssq, dsq;                     /* planes: the group's element step in src / dst, when not itemsize/planes */
     bool planes_heap;                     /* planes: buffers from malloc (else the stack's, in sub-blocks) */
-    bool planes_ahead;                    /* planes: prefetch dst and the next unit's src (pl_run_planes) */
+    bool planes_ahead;                    /* planes, REGROUP: prefetch dst and the next unit's src */
     _pylayout_tile_fn tile3;              /* planes: 3-element groups packed in both, in registers; or NULL */
     _pylayout_tile_split_fn tile_split;   /* planes: groups packed in src into dst's planes, in registers; or NULL */
     _pylayout_tile_zip_fn tile_zip;       /* planes: src's planes into groups packed in dst, in registers; or NULL */
@@ -292,7 +306,8 @@ typedef struct pl_plan {
     _pylayout_reverse_groups_fn reverse_groups; /* the same, rows short and packed along b: groups reversed */
     void (*fence)(void);                  /* set when a kernel above streams */
     _pylayout_zip_fn zip;                 /* THIN, na = P groups in dst: interleave planes along a */
-    _pylayout_unzip_fn unzip;             /* THIN, nb = P groups in src: planes along b of dst */
+    _pylayout_unzip_fn unzip;             /* THIN, nb = P groups in src: planes along b of dst; REGROUP too */
+    int64_t regroup_a, regroup_b;         /* REGROUP: the elements of a dst group (A) and of a src group (B) */
     /* Last, and not zero-filled: clearing these 1.6 KB (rep stos) was half
      * of this driver's own time in a 1 KB copy (perf annotate).
      * pl_build_loops sets the first nloop entries, the only ones read. */
@@ -317,6 +332,22 @@ static int64_t pl_abs(int64_t x) { return x < 0 ? -x : x; }
 static int64_t pl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t pl_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t pl_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* A plan of `kind` for elements of `itemsize` bytes from src to dst, its
+ * other scalars zero (the loop arrays after them are left as they are:
+ * pl_build_loops sets what is read).  The scalars are zeroed by a copy of
+ * a zero plan: a memset of their 152 bytes compiles to rep stos (GCC 12,
+ * -O2), whose start-up was a tenth of a 1 KB copy (perf annotate); a copy
+ * compiles to vector moves. */
+static inline void pl_plan_start(pl_plan *p, enum pl_kind kind, size_t itemsize, const char *src, char *dst)
+{
+    static const pl_plan zero_plan;
+    memcpy(p, &zero_plan, offsetof(pl_plan, count));
+    p->kind = kind;
+    p->itemsize = itemsize;
+    p->src = src;
+    p->dst = dst;
+}
 
 /* Bytes per chunk of a parallel copy of total_bytes on nt threads. */
 static int64_t pl_chunk_bytes(int64_t total_bytes, int nt)
@@ -671,6 +702,31 @@ static void pl_run_fused(const pl_plan *p, const char *s, char *d, int64_t na, i
     }
 }
 
+/* One unit of a PL_REGROUP copy (pl_regroup): m groups along j, each B
+ * elements packed in src and A packed in dst.  Each of the A src rows is
+ * split into B planes of an L1 buffer, then each of the B dst rows
+ * interleaved from A of them: plane (a, b) of the buffer holds element b
+ * of every group of src row a, i.e. element a of every group of dst row b. */
+static void pl_run_regroup(const pl_plan *p, const char *s, char *d, int64_t m)
+{
+    _Alignas(PL_LINE_BYTES) char buf[PL_REGROUP_BUFFER_BYTES];
+    const int64_t is = (int64_t)p->itemsize, A = p->regroup_a, B = p->regroup_b, plane = m * is;
+    for (int64_t a = 0; a < A; a++) {
+        const char *row = s + a * p->ssa;
+        if (p->planes_ahead) /* the next unit's run of this row: a prefetch never faults */
+            for (int64_t o = 0; o < B * plane; o += PL_LINE_BYTES)
+                __builtin_prefetch(row + B * plane + o);
+        p->unzip(row, buf + a * B * plane, plane, m);
+    }
+    for (int64_t b = 0; b < B; b++) {
+        char *row = d + b * p->dsb;
+        if (p->planes_ahead)
+            for (int64_t o = 0; o < A * plane; o += PL_LINE_BYTES)
+                __builtin_prefetch(row + A * plane + o, 1);
+        p->zip(buf + b * plane, B * plane, row, m);
+    }
+}
+
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb, char *buf, int64_t half)
 {
     switch (p->kind) {
@@ -772,6 +828,9 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         break;
     case PL_FUSED:
         pl_run_fused(p, s, d, na, nb);
+        return;
+    case PL_REGROUP:
+        pl_run_regroup(p, s, d, na);
         return;
     case PL_THIN:
         if (p->zip != NULL)
@@ -2340,16 +2399,11 @@ static bool pl_copy_blocks(const _pylayout_kernels *k, int q, const int64_t *sha
                            const int64_t *ds, int64_t is, int64_t S, const uint8_t *eperm, const char *src,
                            char *dst, int64_t total_bytes, int nt)
 {
-    static const pl_plan zero_plan;
     pl_plan p;
-    memcpy(&p, &zero_plan, offsetof(pl_plan, count));
+    pl_plan_start(&p, PL_ROWS, (size_t)S, src, dst);
     if (!k->block_perm(&p.bp, S, is, eperm))
         return false;
-    p.kind = PL_ROWS;
     p.blocks = true;
-    p.itemsize = (size_t)S;
-    p.src = src;
-    p.dst = dst;
     const int a = q - 1, b = a - 1;
     p.na = shape[a];
     p.ssa = p.dsa = S;
@@ -2658,13 +2712,8 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
     if ((short_a && nla == 1) || (short_b && nlb == 1) || pl_min(runa, runb) < PL_FUSE_MIN_BYTES)
         return false;
 
-    static const pl_plan zero_plan;
     pl_plan p;
-    memcpy(&p, &zero_plan, offsetof(pl_plan, count));
-    p.kind = PL_FUSED;
-    p.itemsize = (size_t)is;
-    p.src = src;
-    p.dst = dst;
+    pl_plan_start(&p, PL_FUSED, (size_t)is, src, dst);
     p.tile = k->tile[lg];
     const int pa = la[nla - 1], pb = lb[nlb - 1];
     p.nfa = nla - 1;
@@ -2725,6 +2774,104 @@ __attribute__((noinline)) static bool pl_fused(const _pylayout_kernels *k, int n
         p.stream_out = k->stream_copy;
         p.fence = k->fence;
     }
+    pl_run(&p, total_bytes, nt);
+    return true;
+}
+
+/* Whether a regrouped copy past the cache of A x B elements of `is` bytes
+ * goes to the TRANSPOSE tiles instead, which stream dst there: 16-byte
+ * elements whose dst groups are half a line or whole lines, and 8 x 8
+ * blocks of 8-byte elements.  On the 2-core Zen 5 dev VM, 64 MB, tiles /
+ * regrouped, GB/s, 1 thread: complex128 A = 8, B = 2-8 22.2-32.5 /
+ * 16.8-18.9, A = 4, B = 4-8 21.4-29.5 / 15.4-17.1, A = 2, B = 4-8
+ * 19.1-21.4 / 15.5-18.8 (2 threads A = 2, B = 4 36.8 / 24.1), float64 A =
+ * B = 8 26.2 / 17.9; but complex128 A = 3, 5 or 7 6.1-16.4 / 16.3-18.3,
+ * float64 A = 8, B = 6 or 7 5.8-8.5 / 15.7-16.4. */
+static bool pl_regroup_streams_wins(int64_t A, int64_t B, int64_t is)
+{
+    if (is == 16)
+        return (A == 2 || A == 4 || A == 8) && A * B >= 8;
+    return is == 8 && A == 8 && B == 8;
+}
+
+/* Copies whose src holds groups of B elements packed and dst groups of A
+ * other elements, 2 <= A, B <= PL_THIN_MAX_P, both packed along one dim j:
+ * dst[..., b, ..., j, a] = src[..., a, ..., j, b], where src steps B
+ * elements along j and dst A.  Small matrices between batch layouts,
+ * (A, N, B) -> (B, N, A); planar data with a short channel dim moved
+ * across ((2, T, 4) by (2, 1, 0)).  Per j it is an A x B transpose: the
+ * tiles took one such tile a unit, a few bytes from rows far apart, and
+ * the fused route finds no dim to lengthen both runs with (j lengthens
+ * both).  Each unit is instead Jt groups along j: the A src rows (Jt * B
+ * elements each, dense) split into planes (unzip), the planes interleaved
+ * into the B dst rows (zip, Jt * A elements each, dense), all through an
+ * L1 buffer: every read and write is a dense run.  False (nothing copied)
+ * where the copy is not one, or is one that the tiles stream
+ * (pl_regroup_streams_wins).
+ *
+ * On the 2-core Zen 5 dev VM, (A, J, B) by (2, 1, 0), J sized to the
+ * bytes, A in {2, 3, 4, 5, 7, 8}, B in {2, 3, 4, 7, 8}, torch tensors,
+ * copy_into, both routes in one process (a throwaway switch), GB/s, tiles
+ * -> regrouped (torch), 1 thread:
+ *   1 MB: uint8 0.3-2.1 -> 11.7-39.1 (2.1-3.6), float16 0.5-8.0 ->
+ *   12.5-38.9 (4.1-7.0), float32 1.1-15.2 -> 20.1-39.5 (8.7-14.7), float64
+ *   2.0-26.9 -> 32.2-41.3 (10.1-21.9), complex128 8.0-38.4 -> 35.2-42.2
+ *   (18.7-34.7): all 150 above torch, and at least level (the least,
+ *   complex128 A = B = 8: 38.4 -> 37.2);
+ *   64 MB: uint8 0.3-1.8 -> 7.3-22.0 (0.7-3.5), float16 0.5-7.6 ->
+ *   8.9-21.9 (1.0-6.8), float32 1.0-14.0 -> 12.7-20.3 (1.9-11.7);
+ * 2 threads, A in {2, 3, 8}, B in {2, 4, 7}: 1 MB uint8 0.5-2.9 ->
+ * 17.9-65.3 (4.1-6.9), float32 1.9-12.3 -> 30.5-67.9 (12.4-25.1); 64 MB
+ * uint8 0.5-2.7 -> 14.8-36.9 (1.3-4.7), float32 2.0-8.1 -> 19.7-30.1
+ * (4.0-21.2); and the permutes (4,184632,7) float16 by (2,1,0) 2.5 -> 14.2
+ * (4.8), 2 threads 4.8 -> 28.4 (9.8); (100,8,24,7) float32 by (3,0,2,1)
+ * 7.7 -> 21.2 (10.5); (7,197,32,8) float32 by (3,1,2,0) 8.3 -> 20.3 (9.5). */
+static bool pl_regroup(const _pylayout_kernels *k, int n, const int64_t *shape, const int64_t *ss, const int64_t *ds,
+                       int64_t is, const char *src, char *dst, int64_t total_bytes, int nt)
+{
+    const int lg = _pl_size_index((size_t)is), a = n - 1;
+    if (n < 3 || lg < 0 || ds[a] != is || ss[a] == is || shape[a] < 2 || shape[a] > PL_THIN_MAX_P)
+        return false;
+    int b = -1, j = -1;
+    for (int q = 0; q < a; q++)
+        if (ss[q] == is)
+            b = q;
+    if (b < 0 || shape[b] < 2 || shape[b] > PL_THIN_MAX_P)
+        return false;
+    const int64_t A = shape[a], B = shape[b];
+    for (int q = 0; q < a; q++)
+        if (q != b && ss[q] == B * is && ds[q] == A * is && shape[q] >= PL_REGROUP_MIN_GROUPS)
+            j = q;
+    const bool big = total_bytes > pl_stream_min_wide_bytes();
+    if (j < 0 || (big && pl_regroup_streams_wins(A, B, is)))
+        return false;
+    const _pylayout_thin_kernels *t = k->thin != NULL ? k->thin : &_pylayout_thin_portable;
+    pl_plan p;
+    pl_plan_start(&p, PL_REGROUP, (size_t)is, src, dst);
+    p.regroup_a = A;
+    p.regroup_b = B;
+    p.zip = t->zip[A - 2][lg] != NULL ? t->zip[A - 2][lg] : _pylayout_thin_portable.zip[A - 2][lg];
+    p.unzip = t->unzip[B - 2][lg] != NULL ? t->unzip[B - 2][lg] : _pylayout_thin_portable.unzip[B - 2][lg];
+    p.ssa = ss[a];
+    p.dsb = ds[b];
+    /* units: the other dims in dst order, then j in tiles of Jt groups
+     * (pl_run_at reads a unit's groups from the last loop, as a and b) */
+    int nl = 0;
+    for (int q = 0; q < n; q++)
+        if (q != a && q != b && q != j) {
+            p.count[nl] = shape[q];
+            p.sstep[nl] = ss[q];
+            p.dstep[nl] = ds[q];
+            nl++;
+        }
+    p.na = p.nb = shape[j];
+    p.planes_ahead = big;
+    p.ta = p.tb = pl_min(shape[j], pl_max(1, (big ? PL_REGROUP_AHEAD_BYTES : PL_REGROUP_BUFFER_BYTES) / (A * B * is)));
+    p.count[nl] = pl_ceil_div(p.na, p.ta);
+    p.sstep[nl] = p.ta * ss[j];
+    p.dstep[nl] = p.ta * ds[j];
+    p.bloop = nl;
+    p.nloop = nl + 1;
     pl_run(&p, total_bytes, nt);
     return true;
 }
@@ -2823,6 +2970,8 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         pl_copy_canonical(n - 1, shape, ss, ds, (size_t)group, src, dst, nthreads, par_min, stream_bytes, NULL);
         return;
     }
+    if (pg == NULL && pl_regroup(k, n, shape, ss, ds, is, src, dst, total_bytes, nt))
+        return;
     /* and short dims otherwise a transpose of planes */
     pl_groups planes;
     int64_t rshape[PYLAYOUT_MAX_NDIM], rss[PYLAYOUT_MAX_NDIM], rds[PYLAYOUT_MAX_NDIM];
@@ -2832,20 +2981,12 @@ static void pl_copy_canonical(int n, const int64_t *shape, const int64_t *ss, co
         return;
     }
 
-    /* The scalars zeroed by a copy of a zero plan: a memset of their 152
-     * bytes compiles to rep stos (GCC 12, -O2), whose start-up was a tenth
-     * of a 1 KB copy (perf annotate); a copy compiles to vector moves. */
     if (pg == NULL && pl_fused(k, n, shape, ss, ds, is, src, dst, total_bytes, stream_bytes, nt))
         return;
-    static const pl_plan zero_plan;
-    pl_plan p;
-    memcpy(&p, &zero_plan, offsetof(pl_plan, count));
-    p.itemsize = itemsize;
-    p.src = src;
-    p.dst = dst;
     const int a = n - 1; /* the dst-innermost dim */
     int b;
-    p.kind = pl_choose_kind(n, ss, ds, is, &b);
+    pl_plan p;
+    pl_plan_start(&p, pl_choose_kind(n, ss, ds, is, &b), itemsize, src, dst);
     if (pg == NULL && p.kind == PL_ROWS)
         b = pl_row_block_dim(n, shape, ss, b, is, total_bytes, &p.row_blocks);
     p.na = shape[a];

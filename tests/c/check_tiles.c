@@ -48,7 +48,8 @@ typedef struct copy_case {
 
 static DLDataType dtype_of(size_t itemsize)
 {
-    DLDataType dt = {itemsize == 4 ? kDLFloat : kDLUInt, (uint8_t)(8 * itemsize), 1};
+    /* 16 bytes: complex128 (DLPack has no 128-bit unsigned int) */
+    DLDataType dt = {itemsize == 4 ? kDLFloat : itemsize == 16 ? kDLComplex : kDLUInt, (uint8_t)(8 * itemsize), 1};
     return dt;
 }
 
@@ -602,6 +603,47 @@ START_TEST(test_row_blocks)
 }
 END_TEST
 
+/* Regrouped copies (plan.c's pl_regroup): src groups of B elements become
+ * dst groups of A, both packed along one dim j, (A, J, B) -> (B, J, A) and
+ * with an outer dim in either place: each unit unzipped from the A src rows
+ * into an L1 buffer's planes, zipped into the B dst rows.  A and B of 2 to
+ * 8, every element size (1 to 16 bytes: the thin kernels of the path, or
+ * the portable ones), J of 8 (the least), 9 and ragged against the unit,
+ * src and dst off their lines and off their elements; past 8 MiB on 1
+ * thread (units that prefetch the next) and 2, and the 16-byte groups
+ * that go to the streamed tiles there (pl_regroup_streams_wins). */
+START_TEST(test_regroup)
+{
+    static const int rev[3] = {2, 1, 0}, outer_first[4] = {0, 3, 2, 1}, outer_mid[4] = {3, 2, 0, 1};
+    static const int64_t ab[][2] = {{2, 2}, {3, 7}, {8, 8}, {5, 4}, {7, 3}, {4, 8}, {2, 8}, {8, 2}, {6, 5}};
+    static const int64_t js[] = {8, 9, 333, 2049};
+    enum { NAB = sizeof ab / sizeof ab[0], NJ = sizeof js / sizeof js[0] };
+    copy_case cases[5 * NAB * NJ + 5 * 2];
+    int nc = 0;
+    for (size_t e = 1; e <= 16; e *= 2) {
+        for (int i = 0; i < NAB; i++)
+            for (int k = 0; k < NJ; k++) {
+                const int64_t shape[3] = {ab[i][0], js[k], ab[i][1]};
+                cases[nc++] = permute_case(3, shape, rev, e);
+            }
+        static const int64_t o1[4] = {3, 4, 100, 7}, o2[4] = {4, 50, 3, 2};
+        cases[nc++] = permute_case(4, o1, outer_first, e);
+        cases[nc++] = permute_case(4, o2, outer_mid, e);
+    }
+    static const size_t offs[] = {0, 0, 1, 3, 16, 40, 63, 5};
+    case_set set = {cases, nc, offs, 4};
+    at_1_and_2_threads(run_set, &set);
+
+    static const int64_t u8[3] = {3, 420000, 7}, f32[3] = {2, 300000, 4}, c16[3] = {3, 60000, 4},
+                         c16_tiles[3] = {4, 33000, 4}; /* 8.8, 9.6, 11.5 and 8.4 MB */
+    const copy_case big[] = {permute_case(3, u8, rev, 1), permute_case(3, f32, rev, 4),
+                             permute_case(3, c16, rev, 16), permute_case(3, c16_tiles, rev, 16)};
+    static const size_t big_offs[] = {0, 0, 5, 17};
+    case_set bigset = {big, 4, big_offs, 2};
+    at_1_and_2_threads(run_set, &bigset);
+}
+END_TEST
+
 /* Transposes of groups past the streaming threshold: a last dim contiguous
  * in both, of 32 bytes or more and a multiple of 16, whose rows lie far
  * apart in src (plan.c's pl_group_streams, the group_stream kernels), past
@@ -804,6 +846,7 @@ static Suite *tiles_suite(void)
         TCASE("short_rows", TEST(test_short_rows_streaming)),
         TCASE("crowded_rows", TEST(test_crowded_rows)),
         TCASE("rows", TEST(test_row_copies), TEST(test_row_blocks)),
+        TCASE("regroup", TEST(test_regroup)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes)),
     };

@@ -1135,8 +1135,10 @@ static void big_fill(uint8_t *buf, size_t n)
 /* The large operations' element type of `is` bytes. */
 static DLDataType big_dtype(size_t is)
 {
-    static const DLDataType dts[] = {{kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}};
-    return dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : 3];
+    static const DLDataType dts[] = {
+        {kDLUInt, 8, 1}, {kDLFloat, 16, 1}, {kDLFloat, 32, 1}, {kDLFloat, 64, 1}, {kDLComplex, 128, 1},
+    };
+    return dts[is == 1 ? 0 : is == 2 ? 1 : is == 4 ? 2 : is == 8 ? 3 : 4];
 }
 
 /* The sentinel 0xA5 still in the doff bytes before a large operation's dst
@@ -1262,6 +1264,46 @@ static void op_big_permute(reader *r)
     unsetenv("PYLAYOUT_CORES");
 }
 
+/* The large copies whose src is dense in its own order (src strides sstr,
+ * in elements, ending at its last element) into a row-major dst: both at
+ * byte offsets read from r, dst's slack a sentinel; every element and every
+ * slack byte checked.  `what` names the operation in a finding. */
+static void big_dense_copy(reader *r, size_t is, int ndim, const int64_t *shape, const int64_t *sstr,
+                           const char *what)
+{
+    int64_t dstr[4], acc = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        dstr[d] = acc;
+        acc *= shape[d];
+    }
+    const size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is, bytes = (size_t)acc * is;
+    uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
+    CHECK(sbuf && dbuf, "out of memory");
+    big_fill(sbuf, soff + bytes);
+    memset(dbuf, 0xA5, doff + bytes + 64);
+    const DLDataType dt = big_dtype(is);
+    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = (int64_t *)shape,
+                    .strides = (int64_t *)sstr, .byte_offset = soff};
+    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = (int64_t *)shape,
+                    .strides = dstr, .byte_offset = doff};
+    pylayout_status st = pylayout_copy(&src, &dst);
+    CHECK(st == PYLAYOUT_OK, "%s failed: %d", what, (int)st);
+    int64_t idx[4] = {0};
+    do {
+        int64_t so = 0, dof = 0;
+        for (int d = 0; d < ndim; d++) {
+            so += idx[d] * sstr[d];
+            dof += idx[d] * dstr[d];
+        }
+        CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
+              "%s (dst %lld x %lld x %lld x %lld of %zu bytes): element %lld differs", what, (long long)shape[0],
+              (long long)shape[1], (long long)shape[2], (long long)(ndim == 4 ? shape[3] : 1), is, (long long)dof);
+    } while (next_index(ndim, shape, idx));
+    big_check_slack(dbuf, doff, bytes, what);
+    free(sbuf);
+    free(dbuf);
+}
+
 /* Large inputs only: a permute that keeps the last dim, (A, N, n) by
  * (1, 0, 2) or the attention permute (B, A, N, n) by (0, 2, 1, 3), of
  * 256 KiB - 14 MiB, so that the row copies (plan.c's PL_ROWS) run in every
@@ -1280,50 +1322,40 @@ static void op_big_rows(reader *r)
     const int64_t bytes_target = ((int64_t)256 << 10) + (int64_t)u8(r) * (56 << 10); /* 256 KiB - 14.2 MiB */
     const int64_t N = 1 + bytes_target / (int64_t)is / (A * n * B);
     /* src (B, A, N, n) dense; dst (B, N, A, n) row-major */
-    int64_t shape[4], sstr[4], dstr[4];
-    const int64_t s_n = 1, s_N = n, s_A = N * n, s_B = A * N * n;
-    int64_t dims[4][2] = {{B, s_B}, {N, s_N}, {A, s_A}, {n, s_n}};
-    for (int d = 0; d < 4; d++) {
-        shape[d] = dims[d][0];
-        sstr[d] = dims[d][1];
-    }
-    if (ndim == 3) { /* drop B (1) */
+    int64_t shape[4] = {B, N, A, n}, sstr[4] = {A * N * n, n, N * n, 1};
+    if (ndim == 3) /* drop B (1) */
         for (int d = 0; d < 3; d++) {
             shape[d] = shape[d + 1];
             sstr[d] = sstr[d + 1];
         }
-    }
-    int64_t acc = 1;
-    for (int d = ndim - 1; d >= 0; d--) {
-        dstr[d] = acc;
-        acc *= shape[d];
-    }
-    const size_t soff = (u8(r) % 64) / is * is, doff = (u8(r) % 64) / is * is, bytes = (size_t)acc * is;
-    uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
-    CHECK(sbuf && dbuf, "out of memory");
-    big_fill(sbuf, soff + bytes);
-    memset(dbuf, 0xA5, doff + bytes + 64);
-    const DLDataType dt = big_dtype(is);
-    DLTensor src = {.data = sbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
-                    .strides = sstr, .byte_offset = soff};
-    DLTensor dst = {.data = dbuf, .device = {kDLCPU, 0}, .ndim = ndim, .dtype = dt, .shape = shape,
-                    .strides = dstr, .byte_offset = doff};
-    pylayout_status st = pylayout_copy(&src, &dst);
-    CHECK(st == PYLAYOUT_OK, "big rows failed: %d", (int)st);
-    int64_t idx[4] = {0};
-    do {
-        int64_t so = 0, dof = 0;
-        for (int d = 0; d < ndim; d++) {
-            so += idx[d] * sstr[d];
-            dof += idx[d] * dstr[d];
+    big_dense_copy(r, is, ndim, shape, sstr, "big rows");
+}
+
+/* Large inputs only: a regrouped copy, (O, A, N, B) by (0, 3, 2, 1) or (A,
+ * N, B) by (2, 1, 0), of 256 KiB - 14 MiB: src groups of B elements packed
+ * along N become dst groups of A (plan.c's pl_regroup: the thin kernels'
+ * unzips into an L1 buffer, then zips), A and B of 2 to 9 (9: the tiles),
+ * elements of 1 to 16 bytes, units that prefetch the next past 8 MiB, split
+ * by the threads; past 8 MiB some 16-byte groups go to the streamed tiles.
+ * src is dense in its own order and ends at its last element, dst row-major,
+ * both at fuzzed byte offsets; dst's slack holds a sentinel.  Every element
+ * and every slack byte is checked. */
+static void op_big_regroup(reader *r)
+{
+    const size_t is = (size_t)1 << (u8(r) % 5);
+    const uint8_t form = u8(r);
+    const int ndim = (form & 1) ? 4 : 3;
+    const int64_t A = 2 + u8(r) % 8, B = 2 + u8(r) % 8, O = ndim == 4 ? 1 + u8(r) % 3 : 1;
+    const int64_t bytes_target = ((int64_t)256 << 10) + (int64_t)u8(r) * (56 << 10); /* 256 KiB - 14.2 MiB */
+    const int64_t N = 1 + bytes_target / (int64_t)is / (A * B * O);
+    /* src (O, A, N, B) dense; dst (O, B, N, A) row-major */
+    int64_t shape[4] = {O, B, N, A}, sstr[4] = {A * N * B, 1, B, N * B};
+    if (ndim == 3) /* drop O (1) */
+        for (int d = 0; d < 3; d++) {
+            shape[d] = shape[d + 1];
+            sstr[d] = sstr[d + 1];
         }
-        CHECK(memcmp(dbuf + doff + (size_t)dof * is, sbuf + soff + (size_t)so * is, is) == 0,
-              "big rows (%lld x %lld x %lld x %lld): element %lld differs", (long long)B, (long long)A,
-              (long long)N, (long long)n, (long long)dof);
-    } while (next_index(ndim, shape, idx));
-    big_check_slack(dbuf, doff, bytes, "big rows");
-    free(sbuf);
-    free(dbuf);
+    big_dense_copy(r, is, ndim, shape, sstr, "big regroup");
 }
 
 /* Large inputs only: x[..., ::k] (k = 2 to 9) of rows into a dense dst of
@@ -1552,6 +1584,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         op_tensor(&r);
         break;
     case 6:
+        if (LARGE && (op & 0x08)) { /* 0xfe */
+            op_big_regroup(&r);
+            break;
+        }
         op_import(&r);
         break;
     default:
