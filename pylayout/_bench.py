@@ -481,6 +481,14 @@ def copy_cases(quick: bool) -> list[Case]:
     cases.append(Case(f"image rows to (N, H, C, W) {shp} uint8 by (0, 2, 1, 3)",
                       lambda shp=shp: torch.randint(0, 255, shp, dtype=torch.uint8).permute(0, 2, 1, 3),
                       pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # src groups of B elements packed along N into dst groups of A along it,
+    # (A, N, B) -> (B, N, A): small matrices between batch layouts, 3.7 MB in
+    # cache and 25 MB past it, each unit through an L1 buffer's planes
+    # (plan.c's pl_regroup)
+    for gshp, gdt in (((4, 65536 // s, 7), torch.float16), ((3, (2 << 20) // s, 4), torch.uint8)):
+        cases.append(Case(f"regrouped {gshp} {str(gdt)[6:]} by (2, 1, 0)",
+                          lambda shp=gshp, dt=gdt: torch.randn(*shp).to(dt).permute(2, 1, 0),
+                          pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # permutes that keep the last dim, 0.4-3 MB, source and result in cache:
     # rows of 64-392 bytes, each unit's rows through the row kernel
     # (rows_x86.c, plan.c's PL_ROWS_KERNEL_MAX_BYTES)
