@@ -159,7 +159,8 @@ START_TEST(test_u8_ragged)
 END_TEST
 
 /* uint8 transposes with one side of 9-15 and the other of 16 or more:
- * the AVX-512 thin-side blocks (copy_x86.c's pl_tile1_thin_side_avx512),
+ * the AVX-512 thin-side blocks (copy_x86.c's pl_tile1_thin_side_avx512)
+ * and the SSE2 and AVX2 ones in overlapping halves (pl_tile1_halves_*),
  * both ways round, below and above the streaming threshold (cached tiles,
  * and the streaming tile that hands them over), long sides that end
  * mid-block, src rows 3 bytes apart (overlapping: every row read with a

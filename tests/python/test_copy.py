@@ -465,7 +465,7 @@ def test_plane_group_transposes_on_every_simd_path(path):
 
 # uint8 images of 9-15 channels between NHWC and NCHW: more planes than the
 # thin kernels take, fewer than a 16x16 block's rows (AVX-512's thin-side
-# blocks, copy_x86.c), both ways, under and over 4 MiB, dst on and off its
+# blocks, SSE2's and AVX2's in overlapping halves: copy_x86.c), both ways, under and over 4 MiB, dst on and off its
 # lines, src off by a byte; against NumPy and torch, 1 and 2 threads, every
 # SIMD path.
 U8_CHANNELS_CHILD = r"""
