@@ -16,8 +16,9 @@
  *  - AVX-512 VBMI: superblocks of at most 256 bytes, in 64-byte vectors;
  *    each dst vector is one vpermb (one vector of src), one vpermt2b (two)
  *    or two vpermt2b and a blend on bit 7 of the index (three or four).
- * Larger blocks of 8- and 16-byte elements go element by element
- * (kernels_portable.c's moves).
+ * Larger blocks of 4-, 8- and 16-byte elements go element by element
+ * (kernels_portable.c's moves), and on AVX2 so do blocks of 4-byte
+ * elements past 80 bytes (PL_BP_AVX2_MAX_SHUFFLED).
  * Loads and stores stay inside the n blocks a call is given (the tail
  * goes through a buffer on AVX2, masked on AVX-512), so threads copying
  * neighbouring runs never write each other's bytes.
@@ -47,12 +48,13 @@ static void pl_bp_from(const uint8_t *eperm, int64_t S, int64_t e, int64_t T, ui
                 from[b + j + c] = (uint8_t)(b + eperm[j / e] * e + c);
 }
 
-/* Blocks no shuffle kernel of this file takes: those of 8- and 16-byte
- * elements as element moves, which beat the tiles there (float64 6 x 6
- * and 7 x 7); the rest keep their routes. */
+/* Blocks the shuffle kernels of this file do not take, or take slower:
+ * those of 4-, 8- and 16-byte elements as element moves, which beat the
+ * tiles there (float64 6 x 6 and 7 x 7; float32 7 x 7, see
+ * PL_BP_AVX2_MAX_SHUFFLED); the rest keep their routes. */
 static bool pl_bp_moves(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm)
 {
-    return e >= 8 && _pylayout_block_perm_moves(t, S, e, eperm);
+    return e >= 4 && _pylayout_block_perm_moves(t, S, e, eperm);
 }
 
 /* ------------------------------------------------------------------- AVX2 */
@@ -103,10 +105,27 @@ static PL_AVX2 void pl_bp16_run(const char *src, char *dst, int64_t n, const _py
     }
 }
 
-/* Superblocks of at most 64 bytes, or one block of up to 128. */
+/* The largest blocks of 4-byte elements the AVX2 shuffles take: a dst
+ * chunk costs a shuffle for each src chunk it draws from, and in larger
+ * blocks element moves (one load, one store each) ran faster.  7 x 7
+ * feature maps transposed, (64,512,7,7) float32 by (0,1,3,2), went
+ * through the tiles (more than 128 bytes) at 1.2-2.9 GB/s, half of
+ * torch's speed.  Measured on a 2-core AMD EPYC (Zen 3, AVX2 only) VM,
+ * (100000, r, c) float32 by (0,2,1), torch tensors, copy_into, shuffles
+ * and moves alternating in one process (a throwaway switch), moves' speed
+ * over the shuffles' (median of 3-5 rounds): 3 x 3 0.78, 4 x 4 0.62, 2 x
+ * 6 0.63, 3 x 6 0.98, 2 x 9 0.83, 4 x 5 0.94; 3 x 7 1.33-1.39, 7 x 3 1.26,
+ * 2 x 11 1.30, 4 x 6 1.15, 3 x 8 1.12, 5 x 5 1.55 (2 threads 1.47), 6 x 5
+ * 1.63, (20000,4,2,4) by (0,3,2,1) 1.51; beyond the shuffles, 6 x 6 3.3,
+ * (64,512,7,7) 4.1 (2 threads: 2.1-2.9 -> 9.5-13.3 GB/s, torch 4.1).  2-byte
+ * elements stay with the shuffles, which ran 2-6x faster than moves. */
+#define PL_BP_AVX2_MAX_SHUFFLED 80
+
+/* Superblocks of at most 64 bytes, or one block of up to 128 (80 for
+ * 4-byte elements). */
 bool _pylayout_block_perm_avx2(_pylayout_block_perm *t, int64_t S, int64_t e, const uint8_t *eperm)
 {
-    if (S < 2 || S > 128)
+    if (S < 2 || S > 128 || (e == 4 && S > PL_BP_AVX2_MAX_SHUFFLED))
         return pl_bp_moves(t, S, e, eperm);
     t->S = S;
     t->T = S > 64 ? S : 64 / S * S;

@@ -972,7 +972,8 @@ static void blocks_cases(void)
     unsigned seed = 4421;
     /* (N, m, n) from (N, n, m): batches of m x n matrices transposed, every
      * element size, blocks of 2 to 1024 bytes (past the shuffles' 256, where
-     * 8- and 16-byte elements move one by one) and past 1024, batches around
+     * 8- and 16-byte elements move one by one, and 4-byte ones past 80 on
+     * AVX2) and past 1024, batches around
      * the superblocks, the inner dims flipped too */
     static const int64_t sides[] = {1, 2, 3, 4, 5, 7, 8, 9, 16};
     static const int64_t batches[] = {1, 2, 3, 5, 7, 21, 64, 65, 86};
