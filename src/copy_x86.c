@@ -87,7 +87,9 @@ PL_DEFINE_LOADED(pl_t16x16_epi8, PL_SSE2, 16, __m128i, pl_loadu_si128c, pl_t16x1
  * each src row, dst rows 0-7 and nb-8..nb-1.  Nothing outside the tile is
  * read or written; the bytes of the overlap are written twice, with the
  * same values.  The last block along the long side is moved back to end
- * with it.  Returns false for any other tile. */
+ * with it.  The high half goes out through _mm_storeh_pi (movhps): GCC's
+ * _mm_storeh_pd is a plain double store, undefined at an odd address and
+ * flagged by UBSan.  Returns false for any other tile. */
 static inline __m128i pl_load_halves(const char *lo, const char *hi)
 {
     const __m128d l = _mm_castsi128_pd(_mm_loadl_epi64((const __m128i *)(const void *)lo));
@@ -123,7 +125,7 @@ static inline __m128i pl_load_halves(const char *lo, const char *hi)
                 _Pragma("GCC unroll 16") for (int c = 0; c < 16; c++) {                                  \
                     char *d = dst + (j + c) * dsb;                                                       \
                     _mm_storel_epi64((__m128i *)(void *)d, o[c]);                                        \
-                    _mm_storeh_pd((double *)(void *)(d + na - 8), _mm_castsi128_pd(o[c]));               \
+                    _mm_storeh_pi((__m64 *)(void *)(d + na - 8), _mm_castsi128_ps(o[c]));                \
                 }                                                                                        \
             }                                                                                            \
             return true;                                                                                 \
