@@ -478,6 +478,55 @@ static void pl_sfence(void) { _mm_sfence(); }
         }                                                                                                \
     }
 
+/* The same transposes past the streaming threshold (_pylayout_kernels'
+ * tile_zip_stream; plan.c, pl_choose_planes): blocks of W * V columns,
+ * whole 64-byte lines of the unit's dst rows, in the outer loop, and down
+ * all of the unit's dst rows in the inner one.  So each src row is read
+ * front to back, a page after another, and each dst line is written whole
+ * at once, with streaming stores (STREAM) where dst rows are a multiple of
+ * 64 bytes apart and the block's lines start on lines (else cached, STORE:
+ * the unit's ragged last block).  The cached kernel's order, dst rows
+ * outermost, reads each block's V src rows a page apart and leaves every
+ * dst line to a read for ownership.  The last block along each side
+ * shifted back, as there.  The caller fences.  Figures: plan.c,
+ * pl_choose_planes. */
+#define PL_DEFINE_ZIP_STREAM_TILE(NAME, ATTR, SIZE, V, W, VEC, LOAD, TRANSPOSE, STORE, STREAM)               \
+    ATTR static void NAME(const char *src, int64_t ssa, int64_t ssq, int P, char *dst, int64_t dsb,      \
+                          int64_t nc, int64_t nb)                                                        \
+    {                                                                                                    \
+        enum { VC = (W) * (V) };                                                                         \
+        if (nc < VC || nb < (V)) {                                                                       \
+            _pl_zip_move(src, ssa, ssq, P, dst, dsb, nc, nb, SIZE);                                      \
+            return;                                                                                      \
+        }                                                                                                \
+        for (int64_t c = 0; c < nc; c += VC) {                                                           \
+            const int64_t C = c + VC > nc ? nc - VC : c;                                                 \
+            int64_t soff[VC];                                                                            \
+            _pl_split_rows(C, P, ssa, ssq, VC, soff);                                                    \
+            const bool lines = dsb % 64 == 0 && (uintptr_t)(dst + C * (SIZE)) % 64 == 0;                 \
+            for (int64_t j = 0; j < nb; j += (V)) {                                                      \
+                const int64_t J = j + (V) > nb ? nb - (V) : j;                                           \
+                VEC o[W][V];                                                                             \
+                _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++) {                                  \
+                    VEC x[V];                                                                            \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        x[k] = LOAD(src + soff[w * (V) + k] + J * (SIZE));                               \
+                    TRANSPOSE(x, o[w]);                                                                  \
+                }                                                                                        \
+                char *d = dst + J * dsb + C * (SIZE);                                                    \
+                if (lines) {                                                                             \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++)                            \
+                            STREAM(d + k * dsb + w * (V) * (SIZE), o[w][k]);                             \
+                } else {                                                                                 \
+                    _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
+                        _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++)                            \
+                            STORE(d + k * dsb + w * (V) * (SIZE), o[w][k]);                              \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
 PL_DEFINE_MICRO(pl_micro1_sse2, PL_SSE2, 16, __m128i, pl_t16x16_epi8, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro2_sse2, PL_SSE2, 8, __m128i, pl_t8x8_epi16, pl_storeu_si128)
 PL_DEFINE_MICRO(pl_micro4_sse2, PL_SSE2, 4, __m128, pl_t4x4_ps, pl_storeu_ps)
@@ -972,6 +1021,10 @@ PL_DEFINE_SPLIT_TILE(pl_split4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, p
 PL_DEFINE_SPLIT_TILE(pl_split8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256)
 PL_DEFINE_ZIP_TILE(pl_zip4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256)
 PL_DEFINE_ZIP_TILE(pl_zip8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256)
+PL_DEFINE_ZIP_STREAM_TILE(pl_szip4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs, pl_storeu_ps256,
+                          pl_stream_ps256)
+PL_DEFINE_ZIP_STREAM_TILE(pl_szip8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256,
+                          pl_stream_pd256)
 
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
@@ -984,6 +1037,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .tile3 = {[PL_SIZE1] = pl_g3tile1_avx2, [PL_SIZE2] = pl_g3tile2_avx2, [PL_SIZE4] = pl_g3tile4_avx2},
     .tile_split = {[PL_SIZE4] = pl_split4_avx2, [PL_SIZE8] = pl_split8_avx2},
     .tile_zip = {[PL_SIZE4] = pl_zip4_avx2, [PL_SIZE8] = pl_zip8_avx2},
+    .tile_zip_stream = {[PL_SIZE4] = pl_szip4_avx2, [PL_SIZE8] = pl_szip8_avx2},
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
     .tile_stream = {
@@ -1456,6 +1510,10 @@ PL_AVX512 static void pl_stile2_avx512(const char *src, int64_t ssa, char *dst, 
 
 PL_AVX512 static inline void pl_stream_ps512(char *d, __m512 v) { _mm512_stream_ps((float *)(void *)d, v); }
 PL_AVX512 static inline void pl_stream_pd512(char *d, __m512d v) { _mm512_stream_pd((double *)(void *)d, v); }
+PL_DEFINE_ZIP_STREAM_TILE(pl_szip4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512,
+                          pl_storeu_ps512, pl_stream_ps512)
+PL_DEFINE_ZIP_STREAM_TILE(pl_szip8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512,
+                          pl_storeu_pd512, pl_stream_pd512)
 
 /* Streaming tiles with 256-byte dst runs, like pl_stile1_avx512, for
  * elements of SIZE = 4 or 8 bytes and VxV register transposes (one dst
@@ -1590,6 +1648,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
     .tile_split = {[PL_SIZE1] = pl_split1_avx512, [PL_SIZE2] = pl_split2_avx512, [PL_SIZE4] = pl_split4_avx512,
                    [PL_SIZE8] = pl_split8_avx512},
     .tile_zip = {[PL_SIZE4] = pl_zip4_avx512, [PL_SIZE8] = pl_zip8_avx512},
+    .tile_zip_stream = {[PL_SIZE4] = pl_szip4_avx512, [PL_SIZE8] = pl_szip8_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx512,

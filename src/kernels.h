@@ -259,6 +259,10 @@ typedef struct _pylayout_kernels {
     /* Transposes out of planes (see _pylayout_tile_zip_fn), per element
      * size; NULL: such copies go through planes in L1 buffers. */
     _pylayout_tile_zip_fn tile_zip[PL_NSIZES];
+    /* The same past the streaming threshold: blocks of whole dst lines down
+     * all of a unit's dst rows, streamed where they start on lines (the
+     * caller fences); NULL: tile_zip there too. */
+    _pylayout_tile_zip_fn tile_zip_stream[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Step-k gathers, 3 <= k <= 8, per element size. */

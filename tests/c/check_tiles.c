@@ -816,6 +816,27 @@ START_TEST(test_zip_planes)
 }
 END_TEST
 
+/* The same past the streaming threshold (8 MiB and more: plan.c,
+ * pl_choose_planes), where dst rows a whole number of lines apart take the
+ * streaming kernels (tile_zip_stream: 4 and 8 bytes on AVX-512 and AVX2):
+ * dst rows ragged against a block (610, 520), groups of 3 to 15, dst on a
+ * line (streamed) and off it by elements and by bytes (cached), and dst
+ * rows not whole lines apart (601 x 28 bytes: tile_zip). */
+START_TEST(test_zip_planes_streaming)
+{
+    static const int rev[3] = {2, 1, 0};
+    static const int64_t s1[3] = {5, 704, 610}, s2[3] = {8, 520, 520}, s3[3] = {15, 400, 368};
+    static const int64_t s4[3] = {4, 520, 520}, s5[3] = {3, 520, 704}, s6[3] = {7, 601, 512};
+    const copy_case cases[] = {
+        permute_case(3, s1, rev, 4), permute_case(3, s2, rev, 4), permute_case(3, s3, rev, 4),
+        permute_case(3, s4, rev, 8), permute_case(3, s5, rev, 8), permute_case(3, s6, rev, 4),
+    };
+    static const size_t offs[] = {0, 0, 4, 64, 0, 8, 3, 5};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Small and medium float32 / float64 transposes (cached tiles), ragged. */
 START_TEST(test_f32_f64_ragged)
 {
@@ -849,7 +870,8 @@ static Suite *tiles_suite(void)
         TCASE("rows", TEST(test_row_copies), TEST(test_row_blocks)),
         TCASE("regroup", TEST(test_regroup)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
-              TEST(test_split_planes), TEST(test_zip_planes)),
+              TEST(test_split_planes), TEST(test_zip_planes),
+              TEST(test_zip_planes_streaming)),
     };
     return SUITE_OF("tiles", cases, 300);
 }

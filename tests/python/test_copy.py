@@ -610,9 +610,10 @@ def test_transposes_out_of_planes_on_every_simd_path(path):
 # past the tensor for the last units (plan.c's pl_run_planes): groups
 # packed in both (an RGB image transposed), in src only (dst planes: in
 # registers where the path has tile_split, every size), in dst only (src
-# planes), and a 4-D permute; ragged units, src off by an element, dst on
-# and off its lines; against NumPy and torch, 1 and 2 threads, every SIMD
-# path.
+# planes; the last two cases with dst rows whole lines apart, 32000 bytes,
+# which stream on AVX-512 and AVX2: tile_zip_stream), and a 4-D permute;
+# ragged units, src off by an element, dst on and off its lines; against
+# NumPy and torch, 1 and 2 threads, every SIMD path.
 PLANES_AHEAD_CHILD = r"""
 rng = np.random.default_rng(31)
 checked = 0
@@ -624,7 +625,9 @@ for dtype, c, perm, shape in ((np.uint8, 3, (1, 0, 2), lambda h, w, c: (h, w, c)
                               (np.uint8, 3, (2, 1, 0), lambda h, w, c: (h, w, c)),
                               (np.float16, 3, (2, 1, 0), lambda h, w, c: (h, w, c)),
                               (np.float32, 3, (2, 1, 0), lambda h, w, c: (c, h, w)),
-                              (np.float16, 5, (0, 3, 2, 1), lambda h, w, c: (2, h, w, c))):
+                              (np.float16, 5, (0, 3, 2, 1), lambda h, w, c: (2, h, w, c)),
+                              (np.float32, 8, (2, 1, 0), lambda h, w, c: (c, h - 1, w)),
+                              (np.float64, 4, (2, 1, 0), lambda h, w, c: (c, h - 1, w))):
     isz = np.dtype(dtype).itemsize
     h = 1001
     w = big // (h * c * isz * (2 if len(perm) == 4 else 1)) + 1
@@ -645,7 +648,7 @@ print("simd=" + pl.info()["simd"], "checked", checked)
 
 @pytest.mark.parametrize("path", PATHS)
 def test_planes_past_half_of_l3_on_every_simd_path(path):
-    _check_in_simd_child(PLANES_AHEAD_CHILD, path, 56)
+    _check_in_simd_child(PLANES_AHEAD_CHILD, path, 72)
 
 
 # Streaming transposes thinner than an AVX-512 block along b: NHWC -> NCHW
