@@ -479,49 +479,106 @@ static void pl_sfence(void) { _mm_sfence(); }
     }
 
 /* The same transposes past the streaming threshold (_pylayout_kernels'
- * tile_zip_stream; plan.c, pl_choose_planes): blocks of W * V columns,
- * whole 64-byte lines of the unit's dst rows, in the outer loop, and down
- * all of the unit's dst rows in the inner one.  So each src row is read
- * front to back, a page after another, and each dst line is written whole
- * at once, with streaming stores (STREAM) where dst rows are a multiple of
- * 64 bytes apart and the block's lines start on lines (else cached, STORE:
- * the unit's ragged last block).  The cached kernel's order, dst rows
- * outermost, reads each block's V src rows a page apart and leaves every
- * dst line to a read for ownership.  The last block along each side
- * shifted back, as there.  The caller fences.  Figures: plan.c,
+ * tile_zip_stream; plan.c, pl_choose_planes): passes of PL_STREAM_SRC_ROWS
+ * src rows (blocks of W * V columns, whole 64-byte lines of the unit's dst
+ * rows, side by side) in the outer loop, and down all of the unit's dst
+ * rows in the inner one.  So each src row is read front to back, a page
+ * after another, and each dst row takes the pass's lines back to back,
+ * written whole with streaming stores (STREAM) where dst rows are a
+ * multiple of 64 bytes apart and the block's lines start on lines (else
+ * cached, STORE: the unit's ragged last block).  The cached kernel's
+ * order, dst rows outermost, reads each block's V src rows a page apart
+ * and leaves every dst line to a read for ownership.  The last block along
+ * each side shifted back, as there.  The caller fences.  Figures: plan.c,
  * pl_choose_planes. */
 #define PL_DEFINE_ZIP_STREAM_TILE(NAME, ATTR, SIZE, V, W, VEC, LOAD, TRANSPOSE, STORE, STREAM)               \
     ATTR static void NAME(const char *src, int64_t ssa, int64_t ssq, int P, char *dst, int64_t dsb,      \
                           int64_t nc, int64_t nb)                                                        \
     {                                                                                                    \
-        enum { VC = (W) * (V) };                                                                         \
+        enum { VC = (W) * (V), NP = PL_STREAM_SRC_ROWS / VC };                                           \
         if (nc < VC || nb < (V)) {                                                                       \
             _pl_zip_move(src, ssa, ssq, P, dst, dsb, nc, nb, SIZE);                                      \
             return;                                                                                      \
         }                                                                                                \
-        for (int64_t c = 0; c < nc; c += VC) {                                                           \
-            const int64_t C = c + VC > nc ? nc - VC : c;                                                 \
-            int64_t soff[VC];                                                                            \
-            _pl_split_rows(C, P, ssa, ssq, VC, soff);                                                    \
-            const bool lines = dsb % 64 == 0 && (uintptr_t)(dst + C * (SIZE)) % 64 == 0;                 \
+        for (int64_t c0 = 0; c0 < nc; c0 += NP * VC) {                                                   \
+            int64_t soff[NP][VC], cols[NP];                                                              \
+            bool lines[NP];                                                                              \
+            int np = 0;                                                                                  \
+            for (int64_t c = c0; np < NP && c < nc; c += VC, np++) {                                     \
+                cols[np] = c + VC > nc ? nc - VC : c;                                                    \
+                _pl_split_rows(cols[np], P, ssa, ssq, VC, soff[np]);                                     \
+                lines[np] = dsb % 64 == 0 && (uintptr_t)(dst + cols[np] * (SIZE)) % 64 == 0;             \
+            }                                                                                            \
             for (int64_t j = 0; j < nb; j += (V)) {                                                      \
                 const int64_t J = j + (V) > nb ? nb - (V) : j;                                           \
+                for (int z = 0; z < np; z++) {                                                           \
+                    VEC o[W][V];                                                                         \
+                    _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++) {                              \
+                        VEC x[V];                                                                        \
+                        _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                           \
+                            x[k] = LOAD(src + soff[z][w * (V) + k] + J * (SIZE));                        \
+                        TRANSPOSE(x, o[w]);                                                              \
+                    }                                                                                    \
+                    char *d = dst + J * dsb + cols[z] * (SIZE);                                          \
+                    if (lines[z]) {                                                                      \
+                        _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                           \
+                            _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++)                        \
+                                STREAM(d + k * dsb + w * (V) * (SIZE), o[w][k]);                         \
+                    } else {                                                                             \
+                        _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                           \
+                            _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++)                        \
+                                STORE(d + k * dsb + w * (V) * (SIZE), o[w][k]);                          \
+                    }                                                                                    \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
+/* Transposes into planes past the streaming threshold (_pylayout_kernels'
+ * tile_split_stream; plan.c, pl_choose_planes), the mirror of the zip
+ * stream tile: blocks of V src columns in the outer loop, and down all of
+ * the unit's src rows, W * V at a time (whole 64-byte lines of V dst
+ * rows), in the inner one.  So the unit's src rows are read front to back
+ * together, and each dst row takes the unit's lines back to back, with
+ * streaming stores (STREAM) where dst rows and planes are a multiple of
+ * 64 bytes apart and the block's lines start on lines (else cached,
+ * STORE: the unit's ragged last block).  The cached kernel's order, dst
+ * rows outermost, leaves every dst line to a read for ownership.  The
+ * last block along each side shifted back, as there.  The caller fences.
+ * Figures: plan.c, pl_choose_planes. */
+#define PL_DEFINE_SPLIT_STREAM_TILE(NAME, ATTR, SIZE, V, W, VEC, LOAD, TRANSPOSE, STORE, STREAM)             \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t dsq, int P,      \
+                          int64_t na, int64_t nc)                                                        \
+    {                                                                                                    \
+        enum { VI = (W) * (V) };                                                                         \
+        if (na < VI || nc < (V)) {                                                                       \
+            _pl_split_move(src, ssa, dst, dsb, dsq, P, na, nc, SIZE);                                    \
+            return;                                                                                      \
+        }                                                                                                \
+        const bool apart = dsb % 64 == 0 && dsq % 64 == 0;                                               \
+        for (int64_t c = 0; c < nc; c += (V)) {                                                          \
+            const int64_t C = c + (V) > nc ? nc - (V) : c;                                               \
+            int64_t doff[V];                                                                             \
+            _pl_split_rows(C, P, dsb, dsq, V, doff);                                                     \
+            for (int64_t i = 0; i < na; i += VI) {                                                       \
+                const int64_t I = i + VI > na ? na - VI : i;                                             \
                 VEC o[W][V];                                                                             \
                 _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++) {                                  \
+                    const char *s = src + (I + w * (V)) * ssa + C * (SIZE);                              \
                     VEC x[V];                                                                            \
                     _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
-                        x[k] = LOAD(src + soff[w * (V) + k] + J * (SIZE));                               \
+                        x[k] = LOAD(s + k * ssa);                                                        \
                     TRANSPOSE(x, o[w]);                                                                  \
                 }                                                                                        \
-                char *d = dst + J * dsb + C * (SIZE);                                                    \
-                if (lines) {                                                                             \
+                char *d = dst + I * (SIZE);                                                              \
+                if (apart && (uintptr_t)d % 64 == 0) {                                                   \
                     _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
                         _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++)                            \
-                            STREAM(d + k * dsb + w * (V) * (SIZE), o[w][k]);                             \
+                            STREAM(d + doff[k] + w * (V) * (SIZE), o[w][k]);                             \
                 } else {                                                                                 \
                     _Pragma("GCC unroll 32") for (int k = 0; k < (V); k++)                               \
                         _Pragma("GCC unroll 2") for (int w = 0; w < (W); w++)                            \
-                            STORE(d + k * dsb + w * (V) * (SIZE), o[w][k]);                              \
+                            STORE(d + doff[k] + w * (V) * (SIZE), o[w][k]);                              \
                 }                                                                                        \
             }                                                                                            \
         }                                                                                                \
@@ -1025,6 +1082,10 @@ PL_DEFINE_ZIP_STREAM_TILE(pl_szip4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps25
                           pl_stream_ps256)
 PL_DEFINE_ZIP_STREAM_TILE(pl_szip8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs, pl_storeu_pd256,
                           pl_stream_pd256)
+PL_DEFINE_SPLIT_STREAM_TILE(pl_ssplit4_avx2, PL_AVX2, 4, 8, 2, __m256, pl_loadu_ps256, pl_t8x8_ps_regs,
+                            pl_storeu_ps256, pl_stream_ps256)
+PL_DEFINE_SPLIT_STREAM_TILE(pl_ssplit8_avx2, PL_AVX2, 8, 4, 2, __m256d, pl_loadu_pd256, pl_t4x4_pd_regs,
+                            pl_storeu_pd256, pl_stream_pd256)
 
 #define PL_AVX2_COMPLEX                                                                                  \
     .pack = {[PL_SIZE2] = _pl_pack_2, [PL_SIZE4] = _pylayout_pack4_avx2, [PL_SIZE8] = _pylayout_pack8_avx2},   \
@@ -1038,6 +1099,7 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .tile_split = {[PL_SIZE4] = pl_split4_avx2, [PL_SIZE8] = pl_split8_avx2},
     .tile_zip = {[PL_SIZE4] = pl_zip4_avx2, [PL_SIZE8] = pl_zip8_avx2},
     .tile_zip_stream = {[PL_SIZE4] = pl_szip4_avx2, [PL_SIZE8] = pl_szip8_avx2},
+    .tile_split_stream = {[PL_SIZE4] = pl_ssplit4_avx2, [PL_SIZE8] = pl_ssplit8_avx2},
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
     .tile_stream = {
@@ -1514,6 +1576,12 @@ PL_DEFINE_ZIP_STREAM_TILE(pl_szip4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu
                           pl_storeu_ps512, pl_stream_ps512)
 PL_DEFINE_ZIP_STREAM_TILE(pl_szip8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512,
                           pl_storeu_pd512, pl_stream_pd512)
+PL_DEFINE_SPLIT_STREAM_TILE(pl_ssplit4_avx512, PL_AVX512, 4, 16, 1, __m512, pl_loadu_ps512, pl_t16x16_regs512,
+                            pl_storeu_ps512, pl_stream_ps512)
+PL_DEFINE_SPLIT_STREAM_TILE(pl_ssplit8_avx512, PL_AVX512, 8, 8, 1, __m512d, pl_loadu_pd512, pl_t8x8_regs512,
+                            pl_storeu_pd512, pl_stream_pd512)
+PL_DEFINE_SPLIT_STREAM_TILE(pl_ssplit2_avx512, PL_AVX512, 2, 32, 1, __m512i, pl_loadu_si512c, pl_t32x32_epi16_regs,
+                            pl_storeu_si512, pl_stream_si512)
 
 /* Streaming tiles with 256-byte dst runs, like pl_stile1_avx512, for
  * elements of SIZE = 4 or 8 bytes and VxV register transposes (one dst
@@ -1649,6 +1717,8 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
                    [PL_SIZE8] = pl_split8_avx512},
     .tile_zip = {[PL_SIZE4] = pl_zip4_avx512, [PL_SIZE8] = pl_zip8_avx512},
     .tile_zip_stream = {[PL_SIZE4] = pl_szip4_avx512, [PL_SIZE8] = pl_szip8_avx512},
+    .tile_split_stream = {[PL_SIZE2] = pl_ssplit2_avx512, [PL_SIZE4] = pl_ssplit4_avx512,
+                          [PL_SIZE8] = pl_ssplit8_avx512},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx512,
         [PL_SIZE2] = pl_stile2_avx512,

@@ -62,6 +62,14 @@ typedef void (*_pylayout_tile_split_fn)(const char *src, int64_t ssa, char *dst,
 typedef void (*_pylayout_tile_zip_fn)(const char *src, int64_t ssa, int64_t ssq, int P, char *dst, int64_t dsb,
                                       int64_t nc, int64_t nb);
 
+/* The streaming transposes into and out of planes (tile_split_stream,
+ * tile_zip_stream) read this many src rows at once: the split kernels a
+ * unit of them (plan.c gives them units of this many rows), the zip
+ * kernels a pass of this many src rows down all dst rows.  Fewer write
+ * each dst row a line at a time; more are more streams than the hardware
+ * prefetchers follow (figures: plan.c, pl_choose_planes). */
+#define PL_STREAM_SRC_ROWS 32
+
 /* A strided-row kernel: dst[i * itemsize] = src[i * 2 * itemsize] for
  * i < n (a unit-stride dst filled from every other element of src, as in
  * x[..., ::2]).  Reads exactly the elements it copies: never past the last. */
@@ -263,6 +271,10 @@ typedef struct _pylayout_kernels {
      * all of a unit's dst rows, streamed where they start on lines (the
      * caller fences); NULL: tile_zip there too. */
     _pylayout_tile_zip_fn tile_zip_stream[PL_NSIZES];
+    /* Transposes into planes past the streaming threshold: blocks of whole
+     * dst lines along all of a unit's src columns, streamed where they
+     * start on lines (the caller fences); NULL: tile_split there too. */
+    _pylayout_tile_split_fn tile_split_stream[PL_NSIZES];
     /* Step-2 gathers per element size. */
     _pylayout_gather2_fn gather2[PL_NSIZES];
     /* Step-k gathers, 3 <= k <= 8, per element size. */

@@ -1849,12 +1849,61 @@ static void pl_choose_planes(pl_plan *p, const _pylayout_kernels *k, const pl_gr
      * run level or a little ahead: (5,704,610) 10.1-10.2 -> 10.5 and
      * 17.6 -> 17.8-18.1, (8,1000,1000) 10.1-10.2 -> 10.8 and 19.3-20.4 ->
      * 21.0.  Dst rows not a whole number of lines apart cannot stream
-     * whole lines and stay with tile_zip. */
+     * whole lines and stay with tile_zip.  The kernels then took one block
+     * of columns (16 src rows of float32, 8 of float64) down all dst rows
+     * at a time; passes of PL_STREAM_SRC_ROWS src rows, each dst row
+     * taking 2 (float32) or 4 (float64) lines back to back, measured as
+     * above, one block -> one pass, three alternated rounds:
+     *   float32 (8,1024,1024) 9.8-10.3 -> 11.8-12.1 and 18.6-19.4 ->
+     *   22.4-22.5; (4,2048,2048) 9.8 -> 11.4-11.5 and 18.7-19.3 ->
+     *   22.0-23.0; (15,1024,1024) 10.1 -> 11.7-12.0 and 19.6-19.8 ->
+     *   23.1-23.4; (8,1000,1000) 10.7-10.8 -> 12.3-12.6 and 20.7-20.8 ->
+     *   24.1-24.3; float64 (4,1024,1024) 10.2-10.5 -> 13.5-13.6 and
+     *   19.2-19.9 -> 25.1-26.2; AVX2 float32 (8,1000,1000) 11.1-11.3 ->
+     *   13.7-13.9 and 21.1-21.7 -> 25.4-26.6, float64 (4,1024,1024)
+     *   10.5-10.6 -> 13.2-13.3 and 19.2-19.7 -> 24.1-25.2.
+     * Two blocks of float64 (16 rows) instead of four: 13.3-13.5 and
+     * 24.8-25.1; four of float32 (64 rows): 10.9-12.0 and 20.7-21.1. */
     if (p->tile_zip != NULL && p->planes_ahead && k->tile_zip_stream[lg] != NULL &&
         p->dsb % PL_LINE_BYTES == 0) {
         p->tile_zip = k->tile_zip_stream[lg];
         p->fence = k->fence;
         p->ta = pl_min(p->na, PL_ZIP_STREAM_GROUPS);
+        p->tb = p->nb;
+    }
+    /* Transposes into planes, past the streaming threshold, whose dst rows
+     * and planes lie a whole number of lines apart stream the same way
+     * (tile_split_stream): units of PL_STREAM_SRC_ROWS src rows (a
+     * multiple of 16, so that each unit's blocks start on lines where dst
+     * does), all of their columns, each dst row taking the unit's lines
+     * back to back.  Measured on a 2-core Intel Xeon (AVX-512, 2 MiB L2 a
+     * core; its memcpy: 15 and 29), torch tensors, (H,W,C) by (2,1,0),
+     * copy_into in a loop, best of 9, GB/s, 1 thread / 2 threads,
+     * tile_split -> tile_split_stream, three alternated rounds:
+     *   float32 (1024,1024,8) 8.0-8.5 -> 11.5-12.4 and 14.9-15.2 ->
+     *   22.8-25.0; (2048,2048,4) 7.5-7.7 -> 11.2-11.6 and 13.7-14.6 ->
+     *   22.5-25.9; (1024,1024,15) 7.2-7.3 -> 8.4-9.0 and 13.8-14.2 ->
+     *   16.6-17.9; (512,512,8), 8 MiB, 8.5-9.0 -> 12.1-12.4 and 14.6-16.7
+     *   -> 18.0-20.9; (704,610,5) 9.6-9.8 -> 12.5-12.6 and 16.2-17.3 ->
+     *   19.6-22.5; float64 (1024,1024,4) 9.1-9.5 -> 17.2-17.4 and
+     *   17.9-20.0 -> 29.7-32.2; (2048,2048,2) 8.4-8.8 -> 14.2-16.1 and
+     *   16.1-17.2 -> 32.5-34.0; float16 (2048,2048,4) 7.4-7.6 -> 9.2 and
+     *   14.1-15.0 -> 17.1-17.4; AVX2 float32 (2048,2048,4) 2.5-3.8 ->
+     *   11.5-11.9 and 6.9-8.8 -> 22.6-23.3.
+     * Units of 16 / 48 / 64 rows instead of 32, 1 thread, two to four
+     * rounds: float32 (1024,1024,4) 10.3-10.8 / 11.6-13.2 / 11.8-12.0
+     * against 14.0-14.2, float64 15.6-16.0 / 15.0-15.8 / 13.3-13.5 against
+     * 16.5-17.7 (and float64 one 8-row block at a time across all
+     * columns, the zip stream tile's order, 10.3-10.8): fewer
+     * rows write each dst row a line at a time, more read more src rows
+     * at once than the prefetchers follow.  Dst rows off the lines, in
+     * this order with cached stores, ran level or behind ((999,1001,4) at
+     * 2 threads 18.4-18.6 against 14.8-14.9) and stay with tile_split. */
+    if (p->tile_split != NULL && p->planes_ahead && k->tile_split_stream[lg] != NULL &&
+        p->dsb % PL_LINE_BYTES == 0 && p->dsq % PL_LINE_BYTES == 0) {
+        p->tile_split = k->tile_split_stream[lg];
+        p->fence = k->fence;
+        p->ta = pl_min(p->na, PL_STREAM_SRC_ROWS);
         p->tb = p->nb;
     }
     /* Units in registers are large: a parallel copy of fewer than 4 units

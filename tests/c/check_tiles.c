@@ -837,6 +837,31 @@ START_TEST(test_zip_planes_streaming)
 }
 END_TEST
 
+/* Their mirror past the streaming threshold: (H,W,C) by (2,1,0) whose dst
+ * rows and planes lie a whole number of lines apart take the streaming
+ * transposes into planes (tile_split_stream: 2 bytes on AVX-512, 4 and 8
+ * on AVX-512 and AVX2): units of rows ragged against the 32-row unit (400,
+ * 976, 520 rows), columns ragged against a block (520 x 9, 517 x 3, 1100
+ * x 5), groups of 3 to 15, dst on a line (streamed) and off it by
+ * elements and by bytes (cached), and dst rows not whole lines apart (601
+ * x 4 bytes: tile_split). */
+START_TEST(test_split_planes_streaming)
+{
+    static const int rev[3] = {2, 1, 0};
+    static const int64_t s1[3] = {528, 704, 6}, s2[3] = {976, 520, 5}, s3[3] = {400, 368, 15};
+    static const int64_t s4[3] = {520, 520, 4}, s5[3] = {704, 517, 3}, s6[3] = {1024, 1100, 5};
+    static const int64_t s7[3] = {601, 512, 7};
+    const copy_case cases[] = {
+        permute_case(3, s1, rev, 4), permute_case(3, s2, rev, 4), permute_case(3, s3, rev, 4),
+        permute_case(3, s4, rev, 8), permute_case(3, s5, rev, 8), permute_case(3, s6, rev, 2),
+        permute_case(3, s7, rev, 4),
+    };
+    static const size_t offs[] = {0, 0, 4, 64, 0, 8, 3, 5};
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Small and medium float32 / float64 transposes (cached tiles), ragged. */
 START_TEST(test_f32_f64_ragged)
 {
@@ -871,7 +896,7 @@ static Suite *tiles_suite(void)
         TCASE("regroup", TEST(test_regroup)),
         TCASE("groups", TEST(test_group_streaming), TEST(test_plane_groups), TEST(test_short_dim_planes),
               TEST(test_split_planes), TEST(test_zip_planes),
-              TEST(test_zip_planes_streaming)),
+              TEST(test_split_planes_streaming), TEST(test_zip_planes_streaming)),
     };
     return SUITE_OF("tiles", cases, 300);
 }
