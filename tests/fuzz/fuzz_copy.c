@@ -1120,6 +1120,16 @@ static void op_queries(reader *r)
     ft_free(&x);
 }
 
+/* A large operation's buffer of n bytes: on a 64-byte line if on_lines,
+ * else wherever malloc puts it (free() releases either). */
+static uint8_t *big_alloc(size_t n, bool on_lines)
+{
+    void *p = NULL;
+    if (!on_lines)
+        return malloc(n);
+    return posix_memalign(&p, 64, n) == 0 ? p : NULL;
+}
+
 /* The large operations' source bytes: a pattern, written a word at a time
  * (ASan checks each access). */
 static void big_fill(uint8_t *buf, size_t n)
@@ -1156,7 +1166,8 @@ static void big_check_slack(const uint8_t *dbuf, size_t doff, size_t bytes, cons
  * tile transposes, thin (2-8 element) interleaves, row copies, transposes of
  * groups.  src is dense
  * in a fuzzed dim order, dst row-major; both start at fuzzed byte offsets
- * (not on cache lines) inside exactly sized buffers, dst's slack filled with
+ * inside exactly sized buffers (malloc's, or both on a cache line, as a
+ * byte says), dst's slack filled with
  * a sentinel; src's dims flipped as a byte after the offsets says.  Every
  * element and every slack byte is checked. */
 static void op_big_permute(reader *r)
@@ -1232,7 +1243,12 @@ static void op_big_permute(reader *r)
             first_el += (shape[d] - 1) * sstr[d];
             sstr[d] = -sstr[d];
         }
-    uint8_t *sbuf = malloc(soff + bytes), *dbuf = malloc(doff + bytes + 64);
+    /* the byte after that: bit 0 puts both buffers on a cache line, so
+     * that the offsets above say where each tensor starts against its
+     * lines (dst on a line at offset 0: the streaming transposes of planes,
+     * whose dst lines must start on lines); else malloc's placement */
+    const bool on_lines = u8(r) & 1;
+    uint8_t *sbuf = big_alloc(soff + bytes, on_lines), *dbuf = big_alloc(doff + bytes + 64, on_lines);
     CHECK(sbuf && dbuf, "out of memory");
     big_fill(sbuf, soff + bytes);
     const DLDataType dt = big_dtype(is);
