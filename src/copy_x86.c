@@ -1552,7 +1552,10 @@ PL_DEFINE_WIDE_TILE(pl_tile2_avx512, 32, 2048, pl_tile2_avx512_strips, pl_tile2_
  * 4- and 8-byte kernels do: 3000x4000 23.9 / 27.3 / 16.9, 2500x3008 29.3 /
  * 35.4 / 24.3, 2048x6016 12.9 / 22.4 / 18.9, 4096x4096 10.3 / 12.5 / 12.8,
  * 8192x8192 8.9 / 10.1 / 9.8, 1536x1536 13.0 / 13.2 / 30.8, 6000x2048 12.7
- * / 12.7 / 17.5.  These are never behind AVX2; the runs are, twice. */
+ * / 12.7 / 17.5.  These are never behind AVX2; the runs are, twice.
+ * Session 56 measured the runs (pl_rstile2_avx512 below) 1.4-2.2x ahead
+ * of these where the copy fits in half of L3, on the Zen 5 dev VM: plan.c
+ * takes them there (pl_stream_runs_max_bytes). */
 PL_AVX512 static inline void pl_stream_si512(char *d, __m512i v) { _mm512_stream_si512((void *)d, v); }
 PL_DEFINE_STREAM_TILE(pl_stile2_avx512_wide, PL_AVX512, 2, 32, __m512i, pl_t32x32_epi16, pl_stream_si512,
                       pl_tile2_avx512, _pl_move2d_2)
@@ -1689,8 +1692,8 @@ PL_DEFINE_SPLIT_STREAM_TILE(pl_ssplit2_avx512, PL_AVX512, 2, 32, 1, __m512i, pl_
         }                                                                                                \
         NAME##_body(src, ssa, dst, dsb, na, nb, NULL);                                                   \
     }                                                                                                    \
-    PL_AVX512 static void NAME##_off(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,   \
-                                     int64_t nb)                                                         \
+    PL_AVX512 __attribute__((unused)) static void NAME##_off(const char *src, int64_t ssa, char *dst,    \
+                                                             int64_t dsb, int64_t na, int64_t nb)        \
     {                                                                                                    \
         if (nb < (V)) {                                                                                  \
             CACHED_TILE(src, ssa, dst, dsb, na, nb);                                                     \
@@ -1704,6 +1707,14 @@ PL_DEFINE_STREAM_RUNS_512(pl_stile4_avx512, 4, 16, 512, __m512, pl_t16x16_ps512,
                           pl_tile4_avx2, _pl_move2d_4)
 PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, pl_stream_pd512, pl_stile8_avx2,
                           pl_tile8_avx2, _pl_move2d_8)
+
+/* The same runs for 2-byte elements (32x32 blocks, four stacked along i
+ * per run, src staged 256 bytes of 128 rows at a time), for copies that
+ * fit in half of L3 (plan.c, pl_stream_runs_max_bytes: 1.4-2.2x the
+ * line-at-a-time pl_stile2_avx512 there on the Zen 5 dev VM); past it
+ * that one came out level or ahead, and stays. */
+PL_DEFINE_STREAM_RUNS_512(pl_rstile2_avx512, 2, 32, 256, __m512i, pl_t32x32_epi16, pl_stream_si512, pl_stile2_avx512,
+                          pl_tile2_avx512, _pl_move2d_2)
 
 const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
@@ -1726,6 +1737,7 @@ const _pylayout_kernels _pylayout_kernels_avx512 = {
         [PL_SIZE8] = pl_stile8_avx512,
         [PL_SIZE16] = pl_stile16_avx2,
     },
+    .tile_stream_runs = {[PL_SIZE2] = pl_rstile2_avx512},
     .gather2_stream = {
         [PL_SIZE1] = pl_gather2_1_avx2_stream,
         [PL_SIZE2] = pl_gather2_2_avx512_stream,

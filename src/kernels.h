@@ -230,6 +230,12 @@ typedef struct _pylayout_kernels {
      * SSE2 and AVX2 ones, which walk such tiles a line at a time) and fall
      * back to cached stores when dst or dsb is not 64-byte aligned. */
     _pylayout_tile_fn tile_stream[PL_NSIZES];
+    /* Streaming tiles for such copies that still fit in L3 (plan.c,
+     * pl_stream_runs_max_bytes): each dst row takes 256 bytes of back-to-
+     * back streaming stores per visit instead of one line, from src staged
+     * through an L1 buffer.  Same tiles and fallbacks as tile_stream; NULL:
+     * tile_stream at every size. */
+    _pylayout_tile_fn tile_stream_runs[PL_NSIZES];
     /* Tiles 256 bytes wide along i, for copies beyond the caches whose
      * dst rows are not a whole number of lines apart, so that a run
      * starts anywhere in a line: each run built in L1, then its whole

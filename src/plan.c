@@ -1097,6 +1097,32 @@ static int64_t pl_stream_min_wide_bytes(void)
                                                    : quarter_l3;
 }
 
+/* Streaming transposes of whole dst lines up to this many bytes take the
+ * kernels' tile_stream_runs (2-byte elements on AVX-512) in place of
+ * tile_stream: half of L3, so that source and output both fit there, and
+ * at most PL_STREAM_RUNS_MAX_BYTES (0 where L3 is unknown: never).  Each
+ * dst row then gets 256 bytes of back-to-back streaming stores per visit
+ * instead of one line, from src staged through an L1 buffer.  Measured on
+ * the 2-core Zen 5 dev VM (32 MiB L3), float16 src (R, C) read transposed
+ * into a dense dst on a line, pylayout_copy, best of three processes of 7
+ * copies each, alternated, us, line tile / runs, 1 thread and 2 (session
+ * 56): 1536 x 1536 (4.5 MiB) 354 / 170 and 363 / 181; 1024 x 2560 382 /
+ * 175 and 387 / 162; 2048 x 2048 636 / 337 and 418 / 204; 1024 x 4096
+ * 628 / 351 and 405 / 345; 2304 x 2304 797 / 465 and 453 / 398; 2816 x
+ * 2816 1229 / 657 and 857 / 672; 4096 x 2048 (16 MiB) 1278-1321 / 902-948
+ * and 781-991 / 550-589; 2048 x 1536 (dst rows a page apart) 458-511 /
+ * 540-563 and 518-678 / 404-445.  Past half of L3 it came out mixed:
+ * 3584 x 3584 (24.5 MiB) 1959 / 1594 and 1214 / 944, but 6016 x 2048
+ * 1128-1172 / 1607-2046 and 892-918 / 1063-1070; 4096 x 4096 level;
+ * 8192 x 8192 (128 MiB) 11533 / 12897 and 7239 / 7475. */
+#define PL_STREAM_RUNS_MAX_BYTES ((int64_t)16 * 1024 * 1024)
+
+static int64_t pl_stream_runs_max_bytes(void)
+{
+    const int64_t half_l3 = _pylayout_l3_bytes() / 2;
+    return half_l3 < PL_STREAM_RUNS_MAX_BYTES ? half_l3 : PL_STREAM_RUNS_MAX_BYTES;
+}
+
 /* Row copies up to this many bytes find their src rows in the caches:
  * 11/8 of pl_stream_min_wide_bytes (11 MiB with 32 MiB of L3, src and dst
  * 70 % of it).  Past it their units prefetch src rows (PL_ROWS_AHEAD_BYTES);
@@ -1492,7 +1518,9 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
     if (line_rows && head == 0) {
         /* whole dst lines per step: tiles four lines along a, one page
          * of src along b */
-        p->tile = k->tile_stream[lg];
+        const bool runs = k->tile_stream_runs[lg] != NULL && pl_abs(p->dsb) > PL_STREAM_RUN_BYTES &&
+                          stream_bytes <= pl_stream_runs_max_bytes();
+        p->tile = runs ? k->tile_stream_runs[lg] : k->tile_stream[lg];
         p->fence = k->fence;
         /* runs only where dst rows lie apart: rows that are one run long
          * and adjacent (channels_last_3d with C = 64 floats) are already

@@ -443,6 +443,30 @@ START_TEST(test_f16_streaming_off_lines)
 }
 END_TEST
 
+/* 2-byte transposes above PL_STREAM_MIN_BYTES whose dst rows are whole
+ * lines apart and that fit in half of L3 (plan.c's
+ * pl_stream_runs_max_bytes): on AVX-512, 256-byte runs of four 32x32
+ * blocks from src staged through an L1 buffer (copy_x86.c's
+ * pl_rstile2_avx512); elsewhere, and where L3 is smaller, the line-at-a-
+ * time streaming tiles.  Units whose last rows make one shorter run (96
+ * and 64 of 128) or go to the line tile (32), 128-column blocks ragged
+ * (2000 and 3900 columns: the rest of a unit straight from src, then 16
+ * and 12 by MOVE2D), a second unit along b of 52 columns, dst rows a
+ * page apart; dst on a line, src and dst off by bytes. */
+START_TEST(test_f16_streaming_runs)
+{
+    static const size_t offs[] = {0, 0, 2, 0, 16, 64, 1, 2};
+    const copy_case cases[] = {
+        transpose_case(1120, 2000, 2), /* 4.3 MiB: the last unit one run of 96 rows */
+        transpose_case(1056, 2100, 2), /* the last unit's 32 rows by the line tile; units of 2048 and 52 */
+        transpose_case(1088, 3900, 2), /* 8.1 MiB: a last run of 64 rows */
+        transpose_case(2048, 1100, 2), /* dst rows 4 KiB apart */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 4};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* Transposes above PL_STREAM_MIN_BYTES into dst rows shorter than a
  * 256-byte run and off their lines, from 48 src rows or more (plan.c's
  * PL_RUNS_MIN_SRC_ROWS): whole rows built in L1 by the cached tile in
@@ -889,7 +913,7 @@ static Suite *tiles_suite(void)
         TCASE("f32", TEST(test_f32_permute_5d), TEST(test_f32_streaming), TEST(test_f32_f64_ragged)),
         TCASE("wrapped", TEST(test_wrapped)),
         TCASE("f64", TEST(test_f64_streaming)),
-        TCASE("f16", TEST(test_f16_streaming_off_lines)),
+        TCASE("f16", TEST(test_f16_streaming_off_lines), TEST(test_f16_streaming_runs)),
         TCASE("short_rows", TEST(test_short_rows_streaming)),
         TCASE("crowded_rows", TEST(test_crowded_rows)),
         TCASE("rows", TEST(test_row_copies), TEST(test_row_blocks)),

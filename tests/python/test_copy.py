@@ -693,6 +693,44 @@ def test_streamed_tiles_thinner_than_a_block(path):
     _check_in_simd_child(THIN_B_CHILD, path, 36)
 
 
+# Float16 transposes above the 4 MiB streaming threshold whose dst rows are
+# whole lines apart and that fit in half of L3: on AVX-512, 256-byte runs
+# of four 32x32 blocks from src staged through an L1 buffer (copy_x86.c's
+# pl_rstile2_avx512, plan.c's pl_stream_runs_max_bytes); on the other
+# paths, and past half of L3, the line-at-a-time streaming tiles.  Units
+# whose last rows make a shorter run (96, 64) or go to the line tile (32),
+# ragged blocks of columns, dst rows a page apart, and one copy of 17 MiB
+# (past the runs); src off its lines by an element, dst on a line and off
+# it; torch's .contiguous() path and copy_into, 1 and 2 threads.
+F16_RUNS_CHILD = r"""
+import numpy as np
+import torch
+import pylayout as pl
+
+rng = np.random.default_rng(56)
+checked = 0
+for threads in (1, 2):
+    pl.set_num_threads(threads)
+    for rows, cols in ((1120, 2000), (1056, 2100), (1088, 3900), (2048, 1100), (2080, 4300)):
+        n = rows * cols
+        for src_off in (0, 1):
+            flat = rng.integers(0, 256, (n + 1) * 2, dtype=np.uint8).view(np.float16)
+            a = flat[src_off:src_off + n].reshape(rows, cols)
+            want = np.ascontiguousarray(a.T)
+            got = pl.contiguous(torch.from_numpy(a).t())
+            assert got.is_contiguous() and got.numpy().tobytes() == want.tobytes(), ("contiguous", rows, cols)
+            for dst_off in (0, 2, 64):  # bytes past a line
+                into_guarded(a.T, want, dst_off, ("copy_into", rows, cols, threads, src_off, dst_off))
+                checked += 1
+print("simd=" + pl.info()["simd"], "checked", checked)
+"""
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_f16_streaming_runs_on_every_simd_path(path):
+    _check_in_simd_child(F16_RUNS_CHILD, path, 60)
+
+
 # The (27,28,28,28,28).permute(2,3,1,4,0) family above the 4 MiB streaming
 # threshold: tiles of 27 x 28 (and ragged 26 x 27) elements built in an L1
 # buffer, streamed out, each unit prefetching its src rows for the units
