@@ -1110,9 +1110,13 @@ static int64_t pl_stream_min_wide_bytes(void)
  * 175 and 387 / 162; 2048 x 2048 636 / 337 and 418 / 204; 1024 x 4096
  * 628 / 351 and 405 / 345; 2304 x 2304 797 / 465 and 453 / 398; 2816 x
  * 2816 1229 / 657 and 857 / 672; 4096 x 2048 (16 MiB) 1278-1321 / 902-948
- * and 781-991 / 550-589; 2048 x 1536 (dst rows a page apart) 458-511 /
- * 540-563 and 518-678 / 404-445.  Past half of L3 it came out mixed:
- * 3584 x 3584 (24.5 MiB) 1959 / 1594 and 1214 / 944, but 6016 x 2048
+ * and 781-991 / 550-589; dst rows pages apart, against the previous
+ * commit's build, best of three processes of 15 copies: 4096 x 1024 625 /
+ * 335 and 624 / 302, 8192 x 512 606 / 393 and 341 / 249; crowded copies
+ * from 1.5 MiB (PL_STREAM_MIN_CROWDED_NARROW_BYTES), 1 thread, torch
+ * tensors through pl.copy_into, best of 15, three rounds: 1024 x 1024
+ * 155-160 / 74-77, 512 x 2048 158-160 / 80-84.  Past half of L3 it came
+ * out mixed: 3584 x 3584 (24.5 MiB) 1959 / 1594 and 1214 / 944, but 6016 x 2048
  * 1128-1172 / 1607-2046 and 892-918 / 1063-1070; 4096 x 4096 level;
  * 8192 x 8192 (128 MiB) 11533 / 12897 and 7239 / 7475. */
 #define PL_STREAM_RUNS_MAX_BYTES ((int64_t)16 * 1024 * 1024)
