@@ -1541,7 +1541,14 @@ PL_DEFINE_WRAP_TILE(pl_wtile8_avx512, PL_AVX512, 8, 8, __m512d, pl_t8x8_pd512, p
 PL_AVX512 static inline void pl_storeu_si512(char *d, __m512i v) { _mm512_storeu_si512((void *)d, v); }
 PL_DEFINE_SPLIT_TILE(pl_split2_avx512, PL_AVX512, 2, 32, 1, __m512i, pl_loadu_si512c, pl_t32x32_epi16_regs,
                      pl_storeu_si512)
-PL_DEFINE_MICRO(pl_micro2_avx512, PL_AVX512, 32, __m512i, pl_t32x32_epi16, pl_storeu_si512)
+/* Flattened: its two 16x16 dword transposes inlined whatever else in this
+ * file calls them.  GCC had inlined one and called the other, and a second
+ * call site of the 32x32 block (the streamed runs below) made it call both,
+ * 5-12% slower.  Flattened, float16 n x n, 1 thread, pylayout_copy, best of
+ * three processes of 15 copies, us, before / after: n=256 3.3 / 2.8,
+ * n=512 16.4 / 14.4, 1000 91.1 / 73.7, 480 x 640 19.1 / 17.7, 1200 x 1600
+ * 152.6 / 135.5. */
+PL_DEFINE_MICRO(pl_micro2_avx512, PL_AVX512 __attribute__((flatten)), 32, __m512i, pl_t32x32_epi16, pl_storeu_si512)
 PL_DEFINE_TILE(pl_tile2_avx512_whole, PL_AVX512, 2, 32, pl_micro2_avx512, _pl_move2d_2)
 PL_DEFINE_TILE_STRIPS(pl_tile2_avx512_strips, PL_AVX512, 2, 1, pl_tile2_avx512_whole)
 PL_DEFINE_WIDE_TILE(pl_tile2_avx512, 32, 2048, pl_tile2_avx512_strips, pl_tile2_avx2)
@@ -1713,8 +1720,15 @@ PL_DEFINE_STREAM_RUNS_512(pl_stile8_avx512, 8, 8, 1024, __m512d, pl_t8x8_pd512, 
  * fit in half of L3 (plan.c, pl_stream_runs_max_bytes: 1.4-2.2x the
  * line-at-a-time pl_stile2_avx512 there on the Zen 5 dev VM); past it
  * that one came out level or ahead, and stays. */
-PL_DEFINE_STREAM_RUNS_512(pl_rstile2_avx512, 2, 32, 256, __m512i, pl_t32x32_epi16, pl_stream_si512, pl_stile2_avx512,
-                          pl_tile2_avx512, _pl_move2d_2)
+/* The runs take their 32x32 blocks through one call: inlined four times
+ * there, the blocks tipped GCC's inlining elsewhere in this file (the
+ * float32 and SSE2 tiles), which a kernel added should not do. */
+PL_AVX512 __attribute__((noinline)) static void pl_t32x32_epi16_apart(const char *s, int64_t ssa, __m512i o[32])
+{
+    pl_t32x32_epi16(s, ssa, o);
+}
+PL_DEFINE_STREAM_RUNS_512(pl_rstile2_avx512, 2, 32, 256, __m512i, pl_t32x32_epi16_apart, pl_stream_si512,
+                          pl_stile2_avx512, pl_tile2_avx512, _pl_move2d_2)
 
 const _pylayout_kernels _pylayout_kernels_avx512 = {
     .name = "avx512",
