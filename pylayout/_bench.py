@@ -460,6 +460,13 @@ def copy_cases(quick: bool) -> list[Case]:
         cases.append(Case(f"2-D transpose {k}x{k} {str(dt)[6:]} (in L3)",
                           lambda k=k, dt=dt: torch.randn(k, k, dtype=dt).t(),
                           pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
+    # a float16 weight matrix of 10 MiB (Gemma 2 2B's width), past the streaming
+    # threshold and in L3: 256-byte runs of each dst row on AVX-512 (plan.c's
+    # pl_stream_runs_max_bytes), whole lines one at a time elsewhere
+    k = 2304 // s
+    cases.append(Case(f"2-D transpose {k}x{k} float16 (in L3)",
+                      lambda k=k: torch.randn(k, k, dtype=torch.float16).t(),
+                      pl.contiguous, lambda x: x.contiguous(), np.ascontiguousarray))
     # a float16 weight matrix: dst rows 2 KiB apart, a power of two (tile strips)
     cases.append(Case(f"2-D transpose {m}x{m} float16 (rows 2 KiB apart)",
                       lambda m=m: torch.randn(m, m, dtype=torch.float16).t(),
