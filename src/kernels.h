@@ -417,8 +417,11 @@ extern const _pylayout_thin_kernels _pylayout_thin_avx2;
  *     dst[j * dsb + i * dsa] = src[j * ssb + i * ssa]
  * The fixed-size memcpy compiles to one load and one store.  The longer
  * extent goes innermost: thin tiles (NCHW -> NHWC with 3 channels gives
- * na = 3) would otherwise pay loop overhead per element. */
-#define PL_DEFINE_MOVE2D(NAME, SIZE)                                                                     \
+ * na = 3) would otherwise pay loop overhead per element.  UNROLL, empty or
+ * a _Pragma, goes before the longer extent's loop (plan.c's element loop
+ * for copies no kernel takes unrolls it: see pl_move_elements_1). */
+#define PL_DEFINE_MOVE2D(NAME, SIZE) PL_DEFINE_MOVE2D_UNROLLED(NAME, SIZE, )
+#define PL_DEFINE_MOVE2D_UNROLLED(NAME, SIZE, UNROLL)                                                    \
     static inline void NAME(const char *src, int64_t ssa, int64_t ssb, char *dst, int64_t dsa,          \
                             int64_t dsb, int64_t na, int64_t nb)                                        \
     {                                                                                                    \
@@ -434,7 +437,7 @@ extern const _pylayout_thin_kernels _pylayout_thin_avx2;
         for (int64_t j = 0; j < nb; j++) {                                                               \
             const char *s = src + j * ssb;                                                               \
             char *d = dst + j * dsb;                                                                     \
-            for (int64_t i = 0; i < na; i++)                                                             \
+            UNROLL for (int64_t i = 0; i < na; i++)                                                      \
                 memcpy(d + i * dsa, s + i * ssa, SIZE);                                                  \
         }                                                                                                \
     }

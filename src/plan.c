@@ -730,6 +730,28 @@ static void pl_run_regroup(const pl_plan *p, const char *s, char *d, int64_t m)
     }
 }
 
+/* The element loop of the copies no kernel takes: strided on both sides
+ * where the CPU has no masked byte stores (AVX2 and under: one channel of
+ * an HWC image into another's, b[..., 0] = a[..., 0]; an RGB image's
+ * channel into an RGBA one's; y[:, ::2] = x[:, ::3]), and transposes with
+ * no tile kernel.  kernels.h's element moves, their inner loop unrolled 8
+ * times: one load and one store an element either way, but the loop's
+ * own count and branch no longer sit between them.  On the 2-core Zen 3
+ * (AVX2 only), pylayout_copy, best of 10, five rounds with the two builds
+ * alternating in one process (dlopen), us, before -> after, 1 thread / 2
+ * threads: uint8 (1080, 1920, 3)[..., 0] into the same view of another
+ * image 1476-3350 -> 911-1371 / 1536-1718 -> 522-618; into
+ * (1080, 1920, 4)[..., 0] 2475-3246 -> 1133-1571 / 1480-1663 -> 518-686;
+ * (2048, 3072)[:, ::3] into (2048, 2048)[:, ::2], float16 1991-2415 ->
+ * 1743-2287 / 857-1598 -> 781-1231, float32 3164-5486 -> 2773-4669 /
+ * 2260-2584 -> 2232-3077, float64 7920-9636 -> 7013-8232 / 4242-4741 ->
+ * 3824-4425.  The tiles' edges keep kernels.h's plain loops. */
+PL_DEFINE_MOVE2D_UNROLLED(pl_move_elements_1, 1, _Pragma("GCC unroll 8"))
+PL_DEFINE_MOVE2D_UNROLLED(pl_move_elements_2, 2, _Pragma("GCC unroll 8"))
+PL_DEFINE_MOVE2D_UNROLLED(pl_move_elements_4, 4, _Pragma("GCC unroll 8"))
+PL_DEFINE_MOVE2D_UNROLLED(pl_move_elements_8, 8, _Pragma("GCC unroll 8"))
+PL_DEFINE_MOVE2D_UNROLLED(pl_move_elements_16, 16, _Pragma("GCC unroll 8"))
+
 static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, int64_t nb, char *buf, int64_t half)
 {
     switch (p->kind) {
@@ -885,11 +907,11 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
         break;
     }
     switch (p->itemsize) {
-    case 1: _pl_move2d_1(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
-    case 2: _pl_move2d_2(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
-    case 4: _pl_move2d_4(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
-    case 8: _pl_move2d_8(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
-    case 16: _pl_move2d_16(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 1: pl_move_elements_1(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 2: pl_move_elements_2(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 4: pl_move_elements_4(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 8: pl_move_elements_8(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
+    case 16: pl_move_elements_16(s, p->ssa, p->ssb, d, p->dsa, p->dsb, na, nb); break;
     default: /* any other element size: byte by byte */
         for (int64_t j = 0; j < nb; j++)
             for (int64_t i = 0; i < na; i++)
