@@ -862,6 +862,14 @@ PL_AVX2 static void pl_stile1_avx2(const char *src, int64_t ssa, char *dst, int6
     if (nal < na)
         pl_tile1_avx2(src + nal * ssa, ssa, dst + nal, dsb, na - nal, nb);
 }
+/* The AVX2 streaming tiles write each dst row a line per visit.  The
+ * AVX-512 kernels' 256-byte runs from src staged in L1
+ * (PL_DEFINE_STREAM_RUNS_512) were tried on 32-byte vectors on an AVX2-only
+ * Zen 3 (session 57) and lost: 8192 x 8192 float32 at 0.75-0.94 of these
+ * tiles' speed with 8 to 64 KiB of staging, float64 0.89-1.00, float16
+ * 2048 x 2048 0.75-0.82.  There the runs' reads, 64 src rows a page apart
+ * four lines at a time, cost more than the longer write runs saved
+ * (docs/benchmarks.md, session 57). */
 PL_DEFINE_STREAM_TILE(pl_stile2_avx2, PL_AVX2, 2, 8, __m128i, pl_t8x8_epi16, pl_stream_si128, pl_tile2_avx2,
                       _pl_move2d_2)
 PL_DEFINE_STREAM_TILE(pl_stile4_avx2, PL_AVX2, 4, 8, __m256, pl_t8x8_ps, pl_stream_ps256, pl_tile4_avx2,
