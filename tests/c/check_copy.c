@@ -75,8 +75,10 @@ static void tens_make(tens *x, int ndim, const int64_t *shape, const int *perm, 
     x->bufsize = ((size_t)(hi - lo + 1) * itemsize + misalign + 16 + 63) / 64 * 64;
     x->buf = aligned_alloc(64, x->bufsize); /* so the streaming kernels run */
     ck_assert_ptr_nonnull(x->buf);
-    for (size_t i = 0; i < x->bufsize; i++)
-        x->buf[i] = fill >= 0 ? (unsigned char)fill : (unsigned char)(rand_r(seed) >> 7);
+    if (fill >= 0)
+        memset(x->buf, fill, x->bufsize);
+    else
+        test_fill(x->buf, x->bufsize, seed);
     x->t = dl_make(x->buf, ndim, x->shape, x->strides, dtype_of_size(itemsize), (uint64_t)(-lo) * itemsize + misalign);
 }
 
@@ -106,16 +108,7 @@ static bool has_no_elements(const DLTensor *t)
 }
 
 /* The naive reference copier: an odometer over every index. */
-static void ref_copy(const DLTensor *src, DLTensor *dst)
-{
-    int64_t idx[PYLAYOUT_MAX_NDIM] = {0};
-    size_t is = itemsize_of(src);
-    if (has_no_elements(src))
-        return;
-    do
-        memcpy((char *)dst->data + offset_of(dst, idx), (const char *)src->data + offset_of(src, idx), is);
-    while (next_index(idx, src->ndim, src->shape));
-}
+static void ref_copy(const DLTensor *src, DLTensor *dst) { ref_copy_elements(src, dst, itemsize_of(src)); }
 
 /* Whether every element of a equals the same-index element of b. */
 static int same_elements(const DLTensor *a, const DLTensor *b)
@@ -472,8 +465,7 @@ static void check_src_at_buffer_end(int ndim, const int64_t *shape, const int64_
     span *= is;
     guarded g;
     unsigned char *buf = guarded_alloc(soff + span, &g);
-    for (size_t i = 0; i < soff + span; i++)
-        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    test_fill(buf, soff + span, seed);
     const DLTensor src = dl_make(buf, ndim, shape, sstrides, dtype_of_size(is), soff);
     tens d;
     tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, doff, SENTINEL, seed);
@@ -556,8 +548,7 @@ static void groups_scatter_case(int64_t rows, int64_t n, int64_t c, int64_t C, i
     d.bufsize = off + (size_t)((rows - 1) * row + (n - 1) * C + c) * is;
     d.buf = malloc(d.bufsize);
     ck_assert_ptr_nonnull(d.buf);
-    for (size_t i = 0; i < d.bufsize; i++)
-        d.buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    test_fill(d.buf, d.bufsize, seed);
     d.t = dl_make(d.buf, 3, d.shape, d.strides, dtype_of_size(is), off);
     check_and_free(&s, &d);
 }
@@ -580,8 +571,7 @@ static void groups_move_case(int64_t rows, int64_t n, int64_t c, int64_t Cs, int
     const size_t soff = mis * (is > 1 ? is / 2 : 1) + mis, doff = mis * (is + 1);
     guarded gs, gd;
     unsigned char *sbuf = guarded_alloc(soff + sspan, &gs);
-    for (size_t i = 0; i < soff + sspan; i++)
-        sbuf[i] = (unsigned char)(rand_r(seed) >> 7);
+    test_fill(sbuf, soff + sspan, seed);
     const DLTensor src = dl_make(sbuf, 3, shape, sstrides, dtype_of_size(is), soff);
     tens d;
     memset(&d, 0, sizeof d);
@@ -589,8 +579,7 @@ static void groups_move_case(int64_t rows, int64_t n, int64_t c, int64_t Cs, int
     memcpy(d.strides, dstrides, sizeof dstrides);
     d.bufsize = doff + dspan;
     d.buf = guarded_alloc(d.bufsize, &gd);
-    for (size_t i = 0; i < d.bufsize; i++)
-        d.buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    test_fill(d.buf, d.bufsize, seed);
     d.t = dl_make(d.buf, 3, d.shape, d.strides, dtype_of_size(is), doff);
     check_against_ref(&src, &d);
     guarded_free(&gd);
@@ -613,8 +602,7 @@ static void groups_flip_case(int64_t rows, int64_t n, int64_t c, int64_t row_pad
     const size_t soff = low ? 0 : mis * (is > 1 ? is / 2 : 1) + mis;
     guarded g;
     unsigned char *buf = low ? guarded_alloc_after(span, &g) : guarded_alloc(soff + span, &g);
-    for (size_t i = 0; i < soff + span; i++)
-        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    test_fill(buf, soff + span, seed);
     /* element [0][0][0]: the last group of the first row (rot: of the last row) */
     const size_t first = soff + (size_t)((rot ? (rows - 1) * rs : 0) + (n - 1) * c) * is;
     const DLTensor src = dl_make(buf, 3, shape, sstrides, dtype_of_size(is), first);
@@ -957,8 +945,7 @@ static void blocks_case(int ndim, const int64_t *shape, const int *order, unsign
     const size_t span = (size_t)(hi - lo + 1) * is;
     guarded g;
     unsigned char *buf = low ? guarded_alloc_after(span, &g) : guarded_alloc(span, &g);
-    for (size_t i = 0; i < span; i++)
-        buf[i] = (unsigned char)(rand_r(seed) >> 7);
+    test_fill(buf, span, seed);
     const DLTensor src = dl_make(buf, ndim, shape, sstrides, dtype_of_size(is), (uint64_t)(-lo) * is);
     tens d;
     tens_make(&d, ndim, shape, NULL, NULL, NULL, NULL, is, mis, SENTINEL, seed);
@@ -1271,8 +1258,7 @@ static bool views_case(int ndim, const int64_t *shape, size_t is, const int64_t 
 {
     unsigned char buf[VIEWS_BUF], before[VIEWS_BUF], want[VIEWS_BUF];
     static unsigned char src_byte[VIEWS_BUF], dst_count[VIEWS_BUF];
-    for (size_t i = 0; i < VIEWS_BUF; i++)
-        buf[i] = (unsigned char)test_rand(seed, 256);
+    test_fill(buf, VIEWS_BUF, seed);
     memcpy(before, buf, VIEWS_BUF);
     memcpy(want, buf, VIEWS_BUF);
     memset(src_byte, 0, sizeof src_byte);

@@ -56,8 +56,7 @@ static void run_times(const tcase2 *c, size_t soff, size_t doff, unsigned seed, 
     unsigned char *dbuf = aligned_alloc(64, dtotal);
     ck_assert_ptr_nonnull(sbuf);
     ck_assert_ptr_nonnull(dbuf);
-    for (size_t i = 0; i < sbytes; i++)
-        sbuf[i] = (unsigned char)test_rand(&seed, 256);
+    test_fill(sbuf, sbytes, &seed);
 
     const int64_t shape[2] = {C, R}, sstr[2] = {1, sp}, dstr[2] = {dp, 1};
     const DLDataType f32 = {kDLFloat, 32, 1};
@@ -186,8 +185,7 @@ static void run_repeated(const tcase2 *c, size_t soff, size_t doff, unsigned see
     unsigned char *sbuf = aligned_alloc(64, (sbytes + 63) / 64 * 64);
     unsigned char *dbuf[REPEATS];
     ck_assert_ptr_nonnull(sbuf);
-    for (size_t i = 0; i < sbytes; i++)
-        sbuf[i] = (unsigned char)test_rand(&seed, 256);
+    test_fill(sbuf, sbytes, &seed);
     const int64_t shape[2] = {C, R}, sstr[2] = {1, C}, dstr[2] = {R, 1};
     const DLDataType f32 = {kDLFloat, 32, 1};
     DLTensor s = dl_make(sbuf, 2, shape, sstr, f32, soff);

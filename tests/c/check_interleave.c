@@ -75,8 +75,7 @@ static void run_case(const thin_case *c, unsigned *seed)
     ck_assert_ptr_nonnull(sbuf);
     ck_assert_ptr_nonnull(dbuf);
     ck_assert_ptr_nonnull(want);
-    for (size_t i = 0; i < sbytes; i++)
-        sbuf[i] = (unsigned char)test_rand(seed, 256);
+    test_fill(sbuf, sbytes, seed);
     memset(dbuf, SENTINEL, dbytes);
     memset(want, SENTINEL, dbytes);
 
@@ -184,8 +183,7 @@ static void image_at(int threads, void *ctx)
             ck_assert_ptr_nonnull(sb);
             ck_assert_ptr_nonnull(db);
             ck_assert_ptr_nonnull(want);
-            for (size_t i = 0; i < bytes + 1; i++)
-                sb[i] = (unsigned char)test_rand(&seed, 256);
+            test_fill(sb, bytes + 1, &seed);
             memset(db, SENTINEL, bytes + 2 * GUARD);
             memset(want, SENTINEL, bytes + 2 * GUARD);
             int64_t idx[4] = {0, 0, 0, 0};
