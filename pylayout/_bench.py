@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import math
 import os
 import platform
 import random
@@ -88,14 +89,23 @@ def bytes_pair(nbytes: int):
     return src, dst
 
 
+def num(v: float, digits: int = 2) -> str:
+    """v with `digits` decimals, or with two significant digits where those decimals would round
+    a positive figure to zero: a copy the scheduler stalled on a busy machine reads 0.0031, not
+    0.00, which no ratio could be taken of."""
+    if v == 0 or v != v or abs(v) >= 10.0 ** -digits:
+        return f"{v:.{digits}f}"
+    return f"{v:.{min(12, 1 - math.floor(math.log10(abs(v))))}f}"
+
+
 def fig(values: list[float], digits: int = 2) -> str:
     """One figure: the value of a single run, or `median (min-max)` over several runs; '-' where
     a contestant has no such operation."""
     if not values or any(v != v for v in values):  # NaN: not measured
         return "-"
     if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+        return num(values[0], digits)
+    return f"{num(statistics.median(values), digits)} ({num(min(values), digits)}-{num(max(values), digits)})"
 
 
 def per_run(a: list[float], b: list[float]) -> list[float]:
@@ -1465,7 +1475,7 @@ def run(quick: bool = False, only: str | list[str] | None = None, runs: int = 1,
     if Memcpy.cpu_wall:
         ratios = Memcpy.cpu_wall
         print(f"\nmulti-thread memcpy, CPU time / wall time over {len(ratios)} stretches of its copies of 100 µs "
-              f"or more: median {statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f} "
+              f"or more: median {num(statistics.median(ratios))}, min {num(min(ratios))}, max {num(max(ratios))} "
               f"(= the thread count when all of its threads ran at once; lower: other processes held cores, "
               f"and every multi-thread figure of the run is suspect)", flush=True)
     elif Memcpy.timed:

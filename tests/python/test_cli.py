@@ -251,6 +251,17 @@ def test_bench_rows_build_the_tensor_their_name_gives(torch):
             assert ok, f"{case.name!r} builds a tensor of shape {dims}"
 
 
+def test_bench_figures_never_round_a_positive_value_to_zero():
+    """A copy a busy machine stalled reads as a small figure with its digits, not 0.00: the
+    tables' ratios and the tests below need every measured figure above zero."""
+    from pylayout._bench import fig, num
+    assert [num(v) for v in (0.0, 1.234, 12.0, 0.01, 0.0031, 0.00999, 4.2e-7)] == \
+        ["0.00", "1.23", "12.00", "0.01", "0.0031", "0.0100", "0.00000042"]
+    assert num(0.0031, 1) == "0.0031" and num(0.03, 1) == "0.030" and num(-0.004) == "-0.0040"
+    assert fig([0.004]) == "0.0040" and fig([0.004, 2.0, 3.0]) == "2.00 (0.0040-3.00)"
+    assert all(figure(fig([v])) > 0 for v in (1e-9, 3e-5, 0.004))
+
+
 def test_bench_goal_rows_with_spread():
     out = bench("--quick", "--runs", "2", "--only", "complex no-view", "--only", "in-cache",
                 "--only", "permute 5-D", "--only", "uint8", "--only", "1 KB")
