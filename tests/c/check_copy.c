@@ -1800,9 +1800,13 @@ int main(int argc, char **argv)
         self_path = argv[0];
     if (argc == 2 && strcmp(argv[1], "--clamp-child") == 0)
         return clamp_child();
+    if (argc == 2 && strcmp(argv[1], "--print-simd") == 0)
+        return print_simd();
     if (argc == 2 && strcmp(argv[1], "--random-parallel") == 0) {
         const tcase_spec cases[] = {TCASE("random", TEST(test_random_vs_reference))};
         return run_suite(SUITE_OF("copy-parallel-chunks", cases, 300));
     }
+    if (simd_run_repeats_best("check_copy", self_path))
+        return 77;
     return run_suite(copy_suite());
 }

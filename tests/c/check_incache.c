@@ -271,9 +271,7 @@ static Suite *incache_suite(void)
 
 int main(void)
 {
-    const char *simd = "?";
-    bool openmp = false;
-    pylayout_build_info(&openmp, &simd);
-    printf("check_incache: simd=%s openmp=%d\n", simd, (int)openmp);
+    if (simd_path_absent("check_incache"))
+        return 77;
     return run_suite(incache_suite());
 }

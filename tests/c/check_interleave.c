@@ -221,7 +221,11 @@ static Suite *interleave_suite(void)
     return SUITE_OF("interleave", cases, 300);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--print-simd") == 0)
+        return print_simd();
+    if (argc > 0 && argv[0] != NULL && simd_run_repeats_best("check_interleave", argv[0]))
+        return 77;
     return run_suite(interleave_suite());
 }

@@ -931,9 +931,7 @@ static Suite *tiles_suite(void)
 
 int main(void)
 {
-    const char *simd = "?";
-    bool openmp = false;
-    pylayout_build_info(&openmp, &simd);
-    printf("check_tiles: simd=%s openmp=%d\n", simd, (int)openmp);
+    if (simd_path_absent("check_tiles"))
+        return 77;
     return run_suite(tiles_suite());
 }

@@ -42,6 +42,90 @@ static inline int run_suite(Suite *s)
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+/* For a suite registered once per SIMD path (tests/c/meson.build): prints
+ * the path it runs, and returns true when PYLAYOUT_SIMD asked for a path
+ * this CPU lacks.  The library then runs the best path it has, which that
+ * path's own registration already covers, so main() exits 77 (meson: SKIP)
+ * instead of repeating it; under valgrind, which has no AVX-512, the
+ * avx512 runs always skip. */
+static inline bool simd_path_absent(const char *suite)
+{
+    const char *simd = "?", *want = getenv("PYLAYOUT_SIMD");
+    bool openmp = false;
+    if (pylayout_build_info(&openmp, &simd) != PYLAYOUT_OK) /* outside a test: no ck_assert */
+        return false; /* run it all; check_copy tests pylayout_build_info */
+    printf("%s: simd=%s openmp=%d\n", suite, simd, (int)openmp);
+    if (want == NULL || *want == '\0' || strcmp(want, simd) == 0)
+        return false;
+    printf("%s: SKIP, this CPU has no %s path; the %s run covers the path it would run\n", suite, want, simd);
+    return true;
+}
+
+/* The path `self` (this test executable, which answers --print-simd by
+ * printing the path pylayout_build_info names) runs without PYLAYOUT_SIMD,
+ * in a fresh process, into best[size]; false if that fails.  Under valgrind
+ * the child runs natively, so its path is the CPU's own. */
+static inline bool uncapped_simd_path(const char *self, char *best, size_t size)
+{
+    extern char **environ;
+    char *env[256];
+    size_t n = 0;
+    for (char **e = environ; *e != NULL && n + 1 < sizeof env / sizeof *env; e++)
+        if (strncmp(*e, "PYLAYOUT_SIMD=", 14) != 0)
+            env[n++] = *e;
+    env[n] = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return false;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        char *args[] = {(char *)self, "--print-simd", NULL};
+        execve(self, args, env);
+        _exit(127);
+    }
+    close(fds[1]);
+    ssize_t got = pid > 0 ? read(fds[0], best, size - 1) : -1;
+    close(fds[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || got <= 0)
+        return false;
+    best[got] = '\0';
+    best[strcspn(best, "\n")] = '\0';
+    return true;
+}
+
+/* For a suite registered once without PYLAYOUT_SIMD (the CPU's best path)
+ * and again under some caps: true, saying so, when this run's cap is
+ * absent from the CPU (simd_path_absent) or is the CPU's best path, which
+ * the uncapped run already covers; main() then exits 77 (meson: SKIP).  On
+ * an AVX2 machine, copy-avx2 and interleave-avx2 skip. */
+static inline bool simd_run_repeats_best(const char *suite, const char *self)
+{
+    const char *want = getenv("PYLAYOUT_SIMD");
+    if (simd_path_absent(suite))
+        return true;
+    char best[32];
+    if (want == NULL || *want == '\0' || !uncapped_simd_path(self, best, sizeof best) || strcmp(want, best) != 0)
+        return false;
+    printf("%s: SKIP, %s is this CPU's best path, which the run without PYLAYOUT_SIMD covers\n", suite, want);
+    return true;
+}
+
+/* main()'s answer to --print-simd (uncapped_simd_path). */
+static inline int print_simd(void)
+{
+    const char *simd = "?";
+    bool openmp = false;
+    if (pylayout_build_info(&openmp, &simd) != PYLAYOUT_OK)
+        return 1;
+    printf("%s\n", simd);
+    return 0;
+}
+
 /* t's DLTensor, asserting that pylayout_tensor_dltensor succeeds. */
 static inline const DLTensor *dl_of(const pylayout_tensor *t)
 {
