@@ -12,7 +12,7 @@ inner dims flipped, sources and destinations off their cache lines and off
 their element alignment, guard bytes around every destination, 1 and 2
 threads, and 4 MiB batches that stream through a buffer.  Each SIMD path
 runs in its own interpreter with PYLAYOUT_SIMD set; a path this CPU lacks
-runs the best one it has, which the child reports.  Sources that end on the
+is skipped, and the child reports the path it ran.  Sources that end on the
 last byte of their buffer are the C suite's (tests/c/check_copy.c, tcase
 "blocks").
 """

@@ -12,8 +12,8 @@ reversals with flipped dims (NumPy's, src rows at negative steps), sources
 and destinations off their cache lines and off their element alignment,
 guard bytes around every destination, 1 and 2 threads, and 4-16 MiB copies
 that the threads split and that stream.  Each SIMD path runs in its own
-interpreter with PYLAYOUT_SIMD set; a path this CPU lacks runs the best one
-it has, which the child reports.  Sources that end on the last byte of
+interpreter with PYLAYOUT_SIMD set; a path this CPU lacks is skipped, and
+the child reports the path it ran.  Sources that end on the last byte of
 their buffer are the C suite's (tests/c/check_copy.c, tcase "fused").
 """
 from __future__ import annotations

@@ -21,8 +21,8 @@ at 1 and 2 threads, with sources and destinations off their cache lines and
 off their element alignment, lengths around the kernels' vector periods,
 rows that fuse and rows that do not (crops), and guard bytes around every
 destination that must stay untouched.  Each SIMD path runs in its own
-interpreter with PYLAYOUT_SIMD set; a path this CPU lacks runs the best one
-it has, which the child reports.  Sources that end on the last byte of
+interpreter with PYLAYOUT_SIMD set; a path this CPU lacks is skipped, and
+the child reports the path it ran.  Sources that end on the last byte of
 their buffer are the C suite's (tests/c/check_copy.c, tcase "groups").
 """
 from __future__ import annotations

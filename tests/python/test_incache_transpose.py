@@ -22,8 +22,8 @@ walk them backwards when a copy repeats the one before it on the same
 buffers (pl_repeats: the same copy three times into one dst); but where
 src rows are a multiple of a page apart and off their lines, the split's
 tiles.  Each path runs in its own interpreter with PYLAYOUT_SIMD set (the
-path is chosen once, at import); a path this CPU lacks runs the best one
-it has, which the child reports.
+path is chosen once, at import); a path this CPU lacks is skipped, and
+the child reports the path it ran.
 """
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ destination, 1 and 2 threads, and copies past 8 MiB (units that prefetch
 the next: plan.c's pl_stream_min_wide_bytes on any machine), including the
 16-byte groups that go to the streamed tiles there
 (pl_regroup_streams_wins).  Each SIMD path runs in its own interpreter
-with PYLAYOUT_SIMD set; a path this CPU lacks runs the best one it has,
-which the child reports.  The C suite (tests/c/check_tiles.c, tcase
+with PYLAYOUT_SIMD set; a path this CPU lacks is skipped, and the
+child reports the path it ran.  The C suite (tests/c/check_tiles.c, tcase
 "regroup") checks the same on every path, under valgrind and the
 sanitizers too.
 """

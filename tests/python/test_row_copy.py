@@ -16,7 +16,7 @@ tiles of it that end mid-dim, the attention permute of float16, copies the
 threads split and one of 3 rows a unit past 8 MiB; units under 8 KiB take
 several iterations of the loop outside them (pl_fold_rows), the last fold
 short.  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD set;
-a path this CPU lacks runs the best one it has, which the child reports.
+a path this CPU lacks is skipped, and the child reports the path it ran.
 The C suite (tests/c/check_tiles.c, tcase "rows") checks the same kernels
 on every path, under valgrind and the sanitizers too.
 """

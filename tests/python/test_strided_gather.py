@@ -10,8 +10,8 @@ off their cache lines and off their element alignment, lengths around each
 kernel's vector width, rows that fuse and rows that do not, and guard bytes
 around every destination that must stay untouched.  Each SIMD path runs in
 its own interpreter with PYLAYOUT_SIMD set (the path is chosen once, at
-import); a path this CPU lacks runs the best one it has, which the child
-reports.  Sources that end on the last byte of their buffer are the C
+import); a path this CPU lacks is skipped, and the child reports the path
+it ran.  Sources that end on the last byte of their buffer are the C
 suite's (tests/c/check_copy.c, under valgrind and AddressSanitizer).
 """
 from __future__ import annotations

@@ -8,8 +8,8 @@ float16 with rows a multiple of 2 KiB apart, 2 MiB a thread for float32
 and float64 ones), with ragged sizes, and into destinations off their cache lines (a
 view a few bytes into a larger buffer, whose other bytes must stay
 untouched).  Each SIMD path runs in its own interpreter with PYLAYOUT_SIMD
-set: the path is chosen once, at import.  A path this CPU lacks runs the
-best one it has, which the child reports.  uint8 sources above the
+set: the path is chosen once, at import.  A path this CPU lacks is
+skipped, and the child reports the path it ran.  uint8 sources above the
 threshold also start off their cache lines (1, 16 as NumPy's large arrays
 do, and 37 bytes past one).  Copies of exactly 4 MiB into a dst off its
 lines stream the columns after its first line, as larger ones do.
