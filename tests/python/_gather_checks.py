@@ -14,7 +14,7 @@ def source(n, dtype, seed, off):
     # random bytes (NaN payloads included, compared as bytes), starting off
     # bytes past a cache line
     rng = np.random.default_rng(seed)
-    raw = rng.integers(0, 256, n * np.dtype(dtype).itemsize + 64 + off, dtype=np.uint8)
+    raw = np.frombuffer(bytearray(rng.bytes(n * np.dtype(dtype).itemsize + 64 + off)), np.uint8)
     lo = (-raw.ctypes.data) % 64 + off
     return raw[lo:lo + n * np.dtype(dtype).itemsize].view(dtype)
 
