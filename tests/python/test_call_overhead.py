@@ -443,10 +443,13 @@ def test_types_remembered_as_not_torch_never_include_torch_and_stay_few():
         pl.contiguous(t)
         pl.copy_into(torch.empty(4, 4), t)
     assert not any(issubclass(tp, torch.Tensor) for tp in pl._plain)
-    pl.contiguous(np.zeros((3, 2)).T)
+    # a keyword call goes to the Python half (_contiguous), which remembers
+    # types; the plain call of an ndarray never leaves C
+    pl.contiguous(np.zeros((3, 2)).T, format="contiguous")
     assert np.ndarray in pl._plain
 
     for _ in range(100):  # a new type each time, as code that makes classes in a loop would
         kind = type("P", (DLPackOnly,), {})
-        assert np.array_equal(np.from_dlpack(pl.contiguous(kind(np.ones((2, 3)).T))), np.ones((3, 2)))
-    assert len(pl._plain) <= pl._PLAIN_MAX
+        got = pl.contiguous(kind(np.ones((2, 3)).T), format="contiguous")  # the Python half, as above
+        assert np.array_equal(np.from_dlpack(got), np.ones((3, 2)))
+    assert len(pl._plain) == pl._PLAIN_MAX  # filled up to its bound, never past it
