@@ -9,7 +9,8 @@
 #   d. a 60 s fuzz run of the C core on the committed corpus (tests/fuzz/run.sh)
 #   e. the peak-RSS check of a 1 GiB conversion (tools/peak_rss.py)
 # Every section runs even if an earlier one failed; the exit status is
-# non-zero if any failed.  About 8-12 minutes on 2 cores.
+# non-zero if any failed.  About 22 minutes on 2 cores (session 59: a 4,
+# b 13 with pytest-xdist, d 2.5, e 1).
 #
 # Environment: PYTHON (default python3), PL_FUZZ_SECONDS (default 60),
 # PYLAYOUT_STRESS_SECONDS (the threads stress test, default 30).
@@ -73,10 +74,19 @@ asan_py() {
     # design.  With both, torch imports and every test file runs.
     # allocator_may_return_null=1: the MemoryError tests ask for absurd sizes,
     # which pylayout must turn into MemoryError, not an ASan abort.
+    # With pytest-xdist (which .ci/run installs) one worker per core: the
+    # suite is mostly one Python process waiting on its own children, and
+    # two workers take it from about 29 to 13 minutes on 2 cores.
+    local workers=()
+    if "$PY" -c 'import xdist' 2>/dev/null; then
+        workers=(-n "$(nproc)")
+    else
+        echo "pytest-xdist not installed: the suite runs in one process (pip install pytest-xdist)"
+    fi
     (cd build-asan &&
         LD_PRELOAD="$libasan $libstdcxx" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
         PYTHONPATH="$PWD" PYTHONDONTWRITEBYTECODE=1 \
-        "$PY" -m pytest "$OLDPWD/tests/python" -ra -p no:cacheprovider -q)
+        "$PY" -m pytest "$OLDPWD/tests/python" -ra -p no:cacheprovider -q "${workers[@]}")
 }
 section "b: pytest against the ASan-built extension"
 run_section "b asan+ubsan pytest" asan_py
