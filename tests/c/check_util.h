@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,30 +69,33 @@ static inline bool simd_path_absent(const char *suite)
 static inline bool uncapped_simd_path(const char *self, char *best, size_t size)
 {
     extern char **environ;
-    char *env[256];
     size_t n = 0;
-    for (char **e = environ; *e != NULL && n + 1 < sizeof env / sizeof *env; e++)
-        if (strncmp(*e, "PYLAYOUT_SIMD=", 14) != 0)
-            env[n++] = *e;
-    env[n] = NULL;
+    while (environ[n] != NULL)
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
     int fds[2];
-    if (pipe(fds) != 0)
+    if (env == NULL || pipe(fds) != 0) {
+        free(env);
         return false;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        char *args[] = {(char *)self, "--print-simd", NULL};
-        execve(self, args, env);
-        _exit(127);
     }
+    for (size_t k = 0, m = 0; k < n; k++)
+        if (strncmp(environ[k], "PYLAYOUT_SIMD=", 14) != 0)
+            env[m++] = environ[k];
+    posix_spawn_file_actions_t fa; /* as check_copy's children: stdout into the pipe */
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    char *argv[] = {(char *)self, "--print-simd", NULL};
+    pid_t pid = 0;
+    fflush(NULL);
+    int spawned = posix_spawn(&pid, self, &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
     close(fds[1]);
-    ssize_t got = pid > 0 ? read(fds[0], best, size - 1) : -1;
+    ssize_t got = spawned == 0 ? read(fds[0], best, size - 1) : -1;
     close(fds[0]);
     int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || got <= 0)
+    if (spawned != 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || got <= 0)
         return false;
     best[got] = '\0';
     best[strcspn(best, "\n")] = '\0';
