@@ -301,7 +301,30 @@ static void pl_sfence(void) { _mm_sfence(); }
  * float32 transpose: 13.9 us as here, 15.2 with src lines, 15.5 two
  * blocks on; passes of 1 or 2 KiB 14.3-14.9, of 256 bytes 17.2-18.2).
  * Prefetching in the plain tiles' 32 x 32 groups lost too (17.2 -> 18.0:
- * see pl_tile4_avx512). */
+ * see pl_tile4_avx512).
+ *
+ * AVX2's blocks read 32 bytes of each src row, half a line.  NAME##_one,
+ * which the plan takes for a copy on one thread (kernels.h,
+ * tile_wrap_one), stores the same blocks in groups of G x G (G = 2), down
+ * the group's rows and then across, where src rows start on lines: each
+ * group reads whole src lines and writes whole dst lines.  With src rows a
+ * power of two apart, every line of a column falls in two of L1's 64 sets,
+ * and a half line left for the next block row was gone before it came.
+ * Measured on a 2-core Zen 3 (AVX2, 32 KiB L1d, 512 KiB L2) VM, src R x C
+ * on lines read transposed, pylayout_copy of both builds dlopened in one
+ * process pinned to a core and alternated, best of 30, four rounds, speed
+ * new / old, 1 thread (session 61): float32 512 x 512 1.31-1.32 (13.1 ->
+ * 17.3 GB/s), 256 x 1024 1.85-1.94, 1024 x 256 1.07-1.20, 500 x 512
+ * 1.28-1.32, 2048 x 128 1.08; float64 256 x 256 1.13-1.16, 512 x 256
+ * 1.10-1.17; level: float32 128 x 128, 256 x 256, 384 x 384, float64 128 x
+ * 128.  Src rows off their lines lost (float32 500 x 500 0.84-0.87, 512 x
+ * 520 0.71-0.80: their 16 elements span two lines anyway) and keep single
+ * blocks.  At 2 threads the groups lost (512 x 512, ten fresh processes
+ * alternated, median 16.5 against 18.1 GB/s, with units of 32 to 128 rows
+ * alike), so the plan keeps NAME there.  These figures hold while the
+ * host is quiet: in stretches where the same copies ran 20 % slower (the
+ * L3 is shared with other guests), groups and single blocks came out
+ * level. */
 #define PL_DEFINE_WRAP_TILE(NAME, ATTR, SIZE, V, VEC, TRANSPOSE, STORE, MICRO, TILE, MOVE2D)            \
     ATTR static void NAME##_edge(const char *src, int64_t ssa, char *d, int64_t dsb, int64_t na, int64_t h,   \
                                  int64_t c, int64_t J, bool last)                                        \
@@ -332,7 +355,8 @@ static void pl_sfence(void) { _mm_sfence(); }
     /* The passes, the blocks of V dst rows in each and the blocks of V    \
      * virtual columns in those, first to last or (back) last to first. */ \
     ATTR static inline __attribute__((always_inline)) void NAME##_walk(const char *src, int64_t ssa, char *dst,  \
-                                                                       int64_t dsb, int64_t na, int64_t nb, bool back) \
+                                                                       int64_t dsb, int64_t na, int64_t nb, bool back, \
+                                                                       int G) \
     {                                                                                                    \
         const int64_t h = (int64_t)((64 - (uintptr_t)dst % 64) % 64) / (SIZE);                          \
         if (nb < (V) || dsb != na * (SIZE) || (uintptr_t)dst % (SIZE) != 0) {                            \
@@ -345,39 +369,70 @@ static void pl_sfence(void) { _mm_sfence(); }
         const int64_t ct = 512 / (SIZE); /* virtual columns a pass: 512 bytes of each src row */       \
         const int64_t passes = (na + ct - 1) / ct, rows = (nb + (V) - 1) / (V);                           \
         const bool off_lines = dsb % 64 != 0; /* each row's blocks straddle lines (see above) */          \
+        const int64_t jgroups = (rows + G - 1) / G;                                                      \
         for (int64_t pk = 0; pk < passes; pk++) {                                                        \
-            const int64_t c0 = (back ? passes - 1 - pk : pk) * ct;                                        \
+            const int64_t c0 = (back ? passes - 1 - pk : pk) * ct;                                       \
             const int64_t c1 = c0 + ct < na ? c0 + ct : na;                                              \
             const int64_t cols = (c1 - c0 + (V) - 1) / (V);                                              \
-            for (int64_t jk = 0; jk < rows; jk++) {                                                      \
-                const int64_t j = (back ? rows - 1 - jk : jk) * (V);                                     \
-                const int64_t J = j + (V) > nb ? nb - (V) : j; /* the last block shifted back */         \
-                const bool last = J + (V) == nb;                                                         \
-                const char *s = src + h * ssa + J * (SIZE);                                              \
-                char *d = vd + J * dsb;                                                                  \
-                for (int64_t ck = 0; ck < cols; ck++) {                                                  \
-                    const int64_t c = c0 + (back ? cols - 1 - ck : ck) * (V);                            \
-                    const int64_t cn = back ? c - (V) : c + (V); /* the pass's next block in these rows */ \
-                    if (ck + 1 < cols && cn < cw && (off_lines || cn * (SIZE) % 64 == 0))                \
-                        for (int k = 0; k < (V); k++) /* its dst lines, for writing: see above */       \
-                            __builtin_prefetch(d + k * dsb + cn * (SIZE), 1, 3);                         \
-                    if (c < cw)                                                                          \
-                        MICRO(s + c * ssa, ssa, d + c * (SIZE), dsb);                                    \
-                    else if (c + h >= na && !last) /* wholly past the wrap: src rows from 0, column J + 1 */ \
-                        MICRO(src + (c + h - na) * ssa + (J + 1) * (SIZE), ssa, d + c * (SIZE), dsb);    \
-                    else                                                                                 \
-                        NAME##_edge(src, ssa, d, dsb, na, h, c, J, last);                                \
+            const int64_t cgroups = (cols + G - 1) / G;                                                  \
+            for (int64_t gj = 0; gj < jgroups; gj++) {                                                   \
+                const int64_t jg = (back ? jgroups - 1 - gj : gj) * G;                                   \
+                for (int64_t gc = 0; gc < cgroups; gc++) {                                               \
+                    const int64_t cg = (back ? cgroups - 1 - gc : gc) * G;                               \
+                    for (int q = 0; q < G * G; q++) { /* a group's blocks, down its rows, then across */ \
+                        const int qq = back ? G * G - 1 - q : q;                                         \
+                        const int64_t jb = jg + qq % G, cb = cg + qq / G;                                \
+                        if (jb >= rows || cb >= cols)                                                    \
+                            continue;                                                                    \
+                        /* the last block shifted back */                                                \
+                        const int64_t J = (jb + 1) * (V) > nb ? nb - (V) : jb * (V);                     \
+                        const bool last = J + (V) == nb;                                                 \
+                        const char *s = src + h * ssa + J * (SIZE);                                      \
+                        char *d = vd + J * dsb;                                                          \
+                        const int64_t c = c0 + cb * (V);                                                 \
+                        const int64_t cn = back ? c - (V) : c + (V); /* the next block in these rows */  \
+                        const bool more = back ? cb > 0 : cb + 1 < cols;                                 \
+                        if (more && cn < cw && (off_lines || cn * (SIZE) % 64 == 0))                     \
+                            for (int k = 0; k < (V); k++) /* its dst lines, for writing */               \
+                                __builtin_prefetch(d + k * dsb + cn * (SIZE), 1, 3);                     \
+                        if (c < cw)                                                                      \
+                            MICRO(s + c * ssa, ssa, d + c * (SIZE), dsb);                                \
+                        else if (c + h >= na && !last) /* past the wrap: src column J + 1 */             \
+                            MICRO(src + (c + h - na) * ssa + (J + 1) * (SIZE), ssa, d + c * (SIZE),      \
+                                  dsb);                                                                  \
+                        else                                                                             \
+                            NAME##_edge(src, ssa, d, dsb, na, h, c, J, last);                            \
+                    }                                                                                    \
                 }                                                                                        \
             }                                                                                            \
         }                                                                                                \
     }                                                                                                    \
-    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    ATTR static void NAME(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb)  \
     {                                                                                                    \
-        NAME##_walk(src, ssa, dst, dsb, na, nb, false);                                                  \
+        NAME##_walk(src, ssa, dst, dsb, na, nb, false, 1);                                               \
     }                                                                                                    \
-    ATTR static void NAME##_back(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na, int64_t nb) \
+    ATTR static void NAME##_back(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,       \
+                                 int64_t nb)                                                             \
     {                                                                                                    \
-        NAME##_walk(src, ssa, dst, dsb, na, nb, true);                                                   \
+        NAME##_walk(src, ssa, dst, dsb, na, nb, true, 1);                                                \
+    }                                                                                                    \
+    /* One thread's: blocks a line wide along src where its rows start on lines (see above). */          \
+    enum { NAME##_G = (V) * (SIZE) < 64 ? 64 / ((V) * (SIZE)) : 1 };                                     \
+    ATTR __attribute__((unused)) static void NAME##_one(const char *src, int64_t ssa, char *dst,         \
+                                                        int64_t dsb, int64_t na, int64_t nb)             \
+    {                                                                                                    \
+        if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, false, NAME##_G);                                    \
+        else                                                                                             \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, false, 1);                                           \
+    }                                                                                                    \
+    ATTR __attribute__((unused)) static void NAME##_one_back(const char *src, int64_t ssa, char *dst,    \
+                                                             int64_t dsb, int64_t na, int64_t nb)        \
+    {                                                                                                    \
+        if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, true, NAME##_G);                                     \
+        else                                                                                             \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, true, 1);                                            \
     }
 
 /* ---- Transposes into planes (_pylayout_tile_split_fn) ----
@@ -1110,6 +1165,8 @@ const _pylayout_kernels _pylayout_kernels_avx2 = {
     .tile_split_stream = {[PL_SIZE4] = pl_ssplit4_avx2, [PL_SIZE8] = pl_ssplit8_avx2},
     .tile_wrap = {[PL_SIZE4] = pl_wtile4_avx2, [PL_SIZE8] = pl_wtile8_avx2},
     .tile_wrap_back = {[PL_SIZE4] = pl_wtile4_avx2_back, [PL_SIZE8] = pl_wtile8_avx2_back},
+    .tile_wrap_one = {[PL_SIZE4] = pl_wtile4_avx2_one, [PL_SIZE8] = pl_wtile8_avx2_one},
+    .tile_wrap_one_back = {[PL_SIZE4] = pl_wtile4_avx2_one_back, [PL_SIZE8] = pl_wtile8_avx2_one_back},
     .tile_stream = {
         [PL_SIZE1] = pl_stile1_avx2,
         [PL_SIZE2] = pl_stile2_avx2,

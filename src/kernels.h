@@ -255,6 +255,12 @@ typedef struct _pylayout_kernels {
      * first, for a copy that repeats the one before it (plan.c,
      * pl_repeats); set where tile_wrap is. */
     _pylayout_tile_fn tile_wrap_back[PL_NSIZES];
+    /* tile_wrap and tile_wrap_back for a copy that runs on one thread,
+     * where they differ: AVX2's blocks of 32 bytes a row, grouped so that
+     * each block group reads whole src lines (copy_x86.c,
+     * PL_DEFINE_WRAP_TILE); NULL elsewhere. */
+    _pylayout_tile_fn tile_wrap_one[PL_NSIZES];
+    _pylayout_tile_fn tile_wrap_one_back[PL_NSIZES];
     /* Whether tile_wrap also beats tile for such dst rows that start on a
      * line (torch's buffers) where no rows are crowded, and for dst rows
      * off their lines past 1 MiB where src rows are crowded (plan.c,

@@ -365,7 +365,9 @@ END_TEST
  * (off their lines: the split; on them, or 4092 bytes apart: wrapped), dst
  * off by bytes (cached tiles), and dst on a line (the same tiles with no
  * wrap where rows are a multiple of 2 KiB apart, the cached tiles
- * elsewhere). */
+ * elsewhere).  At 1 thread on AVX2, where src rows start on lines, the
+ * blocks go in groups of 2 x 2 (tile_wrap_one): ragged block counts on
+ * both sides leave groups partly empty. */
 START_TEST(test_wrapped)
 {
     static const int perm[3] = {0, 2, 1};

@@ -17,7 +17,8 @@ dst on a line or not; on AVX-512 also rows on a line that are not, such
 as 128 x 128 float32 and 192 x 192 float64; and dense rows that are not a
 whole number of lines long, each starting at its own place in a line, up
 to 1 MiB, and 2 MiB on AVX-512 where src rows are a multiple of 2 KiB
-apart), prefetching their next dst lines, and
+apart), prefetching their next dst lines (on AVX2, at 1 thread, in groups
+of 2 x 2 blocks that read whole src lines where src rows start on lines), and
 walk them backwards when a copy repeats the one before it on the same
 buffers (pl_repeats: the same copy three times into one dst); but where
 src rows are a multiple of a page apart and off their lines, the split's
