@@ -303,11 +303,12 @@ static void pl_sfence(void) { _mm_sfence(); }
  * Prefetching in the plain tiles' 32 x 32 groups lost too (17.2 -> 18.0:
  * see pl_tile4_avx512).
  *
- * AVX2's blocks read 32 bytes of each src row, half a line.  NAME##_one,
- * which the plan takes for a copy on one thread (kernels.h,
- * tile_wrap_one), stores the same blocks in groups of G x G (G = 2), down
- * the group's rows and then across, where src rows start on lines: each
- * group reads whole src lines and writes whole dst lines.  With src rows a
+ * AVX2's blocks read 32 bytes of each src row, half a line.  NAME##_one
+ * (PL_DEFINE_WRAP_TILE_ONE below), which the plan takes for a copy on one
+ * thread (kernels.h, tile_wrap_one), stores the same blocks in groups of
+ * G x G (G = 2), down the group's rows and then across, where src rows
+ * start on lines: each group reads whole src lines and writes whole dst
+ * lines.  With src rows a
  * power of two apart, every line of a column falls in two of L1's 64 sets,
  * and a half line left for the next block row was gone before it came.
  * Measured on a 2-core Zen 3 (AVX2, 32 KiB L1d, 512 KiB L2) VM, src R x C
@@ -415,22 +416,26 @@ static void pl_sfence(void) { _mm_sfence(); }
                                  int64_t nb)                                                             \
     {                                                                                                    \
         NAME##_walk(src, ssa, dst, dsb, na, nb, true, 1);                                                \
-    }                                                                                                    \
-    /* One thread's: blocks a line wide along src where its rows start on lines (see above). */          \
-    enum { NAME##_G = (V) * (SIZE) < 64 ? 64 / ((V) * (SIZE)) : 1 };                                     \
-    ATTR __attribute__((unused)) static void NAME##_one(const char *src, int64_t ssa, char *dst,         \
-                                                        int64_t dsb, int64_t na, int64_t nb)             \
+    }
+
+/* The same walk for a copy on one thread (kernels.h, tile_wrap_one), in groups of
+ * 64 / (V * SIZE) blocks a side where src rows start on lines (see above), for
+ * blocks narrower than a line. */
+#define PL_DEFINE_WRAP_TILE_ONE(NAME, ATTR, SIZE, V)                                                     \
+    _Static_assert((V) * (SIZE) < 64 && 64 % ((V) * (SIZE)) == 0, "blocks narrower than a line");        \
+    ATTR static void NAME##_one(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,        \
+                                int64_t nb)                                                              \
     {                                                                                                    \
         if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
-            NAME##_walk(src, ssa, dst, dsb, na, nb, false, NAME##_G);                                    \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, false, 64 / ((V) * (SIZE)));                         \
         else                                                                                             \
             NAME##_walk(src, ssa, dst, dsb, na, nb, false, 1);                                           \
     }                                                                                                    \
-    ATTR __attribute__((unused)) static void NAME##_one_back(const char *src, int64_t ssa, char *dst,    \
-                                                             int64_t dsb, int64_t na, int64_t nb)        \
+    ATTR static void NAME##_one_back(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,   \
+                                     int64_t nb)                                                         \
     {                                                                                                    \
         if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
-            NAME##_walk(src, ssa, dst, dsb, na, nb, true, NAME##_G);                                     \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, true, 64 / ((V) * (SIZE)));                          \
         else                                                                                             \
             NAME##_walk(src, ssa, dst, dsb, na, nb, true, 1);                                            \
     }
@@ -846,6 +851,8 @@ PL_DEFINE_WRAP_TILE(pl_wtile4_avx2, PL_AVX2, 4, 8, __m256, pl_t8x8_ps, pl_storeu
                     _pl_move2d_4)
 PL_DEFINE_WRAP_TILE(pl_wtile8_avx2, PL_AVX2, 8, 4, __m256d, pl_t4x4_pd, pl_storeu_pd256, pl_micro8_avx2, pl_tile8_avx2,
                     _pl_move2d_8)
+PL_DEFINE_WRAP_TILE_ONE(pl_wtile4_avx2, PL_AVX2, 4, 8)
+PL_DEFINE_WRAP_TILE_ONE(pl_wtile8_avx2, PL_AVX2, 8, 4)
 PL_DEFINE_TILE(pl_tile16_avx2, PL_AVX2, 16, 1, pl_micro16_avx2, _pl_move2d_16)
 
 /* Two 16x16 byte blocks stacked along i (rows s and s + 16 * ssa) at once,
