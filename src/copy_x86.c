@@ -308,9 +308,9 @@ static void pl_sfence(void) { _mm_sfence(); }
  * thread (kernels.h, tile_wrap_one), stores the same blocks in groups of
  * G x G (G = 2), down the group's rows and then across, where src rows
  * start on lines: each group reads whole src lines and writes whole dst
- * lines.  With src rows a
- * power of two apart, every line of a column falls in two of L1's 64 sets,
- * and a half line left for the next block row was gone before it came.
+ * lines.  With src rows a power of two apart, every line of a column falls
+ * in two of L1's 64 sets, and a half line left for the next block row was
+ * gone before it came.
  * Measured on a 2-core Zen 3 (AVX2, 32 KiB L1d, 512 KiB L2) VM, src R x C
  * on lines read transposed, pylayout_copy of both builds dlopened in one
  * process pinned to a core and alternated, best of 30, four rounds, speed
@@ -354,7 +354,8 @@ static void pl_sfence(void) { _mm_sfence(); }
         }                                                                                                \
     }                                                                                                    \
     /* The passes, the blocks of V dst rows in each and the blocks of V    \
-     * virtual columns in those, first to last or (back) last to first. */ \
+     * virtual columns in those, first to last or (back) last to first;    \
+     * G x G blocks at a time (PL_DEFINE_WRAP_TILE_ONE), or one. */        \
     ATTR static inline __attribute__((always_inline)) void NAME##_walk(const char *src, int64_t ssa, char *dst,  \
                                                                        int64_t dsb, int64_t na, int64_t nb, bool back, \
                                                                        int G) \

@@ -258,7 +258,7 @@ typedef struct _pylayout_kernels {
     /* tile_wrap and tile_wrap_back for a copy that runs on one thread,
      * where they differ: AVX2's blocks of 32 bytes a row, grouped so that
      * each block group reads whole src lines (copy_x86.c,
-     * PL_DEFINE_WRAP_TILE); NULL elsewhere. */
+     * PL_DEFINE_WRAP_TILE_ONE); NULL elsewhere. */
     _pylayout_tile_fn tile_wrap_one[PL_NSIZES];
     _pylayout_tile_fn tile_wrap_one_back[PL_NSIZES];
     /* Whether tile_wrap also beats tile for such dst rows that start on a
