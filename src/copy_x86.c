@@ -421,24 +421,27 @@ static void pl_sfence(void) { _mm_sfence(); }
 
 /* The same walk for a copy on one thread (kernels.h, tile_wrap_one), in groups of
  * 64 / (V * SIZE) blocks a side where src rows start on lines (see above), for
- * blocks narrower than a line. */
+ * blocks narrower than a line; single blocks elsewhere. */
 #define PL_DEFINE_WRAP_TILE_ONE(NAME, ATTR, SIZE, V)                                                     \
     _Static_assert((V) * (SIZE) < 64 && 64 % ((V) * (SIZE)) == 0, "blocks narrower than a line");        \
+    ATTR static inline __attribute__((always_inline)) void NAME##_one_walk(const char *src, int64_t ssa,  \
+                                                                           char *dst, int64_t dsb,       \
+                                                                           int64_t na, int64_t nb, bool back) \
+    {                                                                                                    \
+        if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, back, 64 / ((V) * (SIZE)));                          \
+        else                                                                                             \
+            NAME##_walk(src, ssa, dst, dsb, na, nb, back, 1);                                            \
+    }                                                                                                    \
     ATTR static void NAME##_one(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,        \
                                 int64_t nb)                                                              \
     {                                                                                                    \
-        if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
-            NAME##_walk(src, ssa, dst, dsb, na, nb, false, 64 / ((V) * (SIZE)));                         \
-        else                                                                                             \
-            NAME##_walk(src, ssa, dst, dsb, na, nb, false, 1);                                           \
+        NAME##_one_walk(src, ssa, dst, dsb, na, nb, false);                                              \
     }                                                                                                    \
     ATTR static void NAME##_one_back(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,   \
                                      int64_t nb)                                                         \
     {                                                                                                    \
-        if (ssa % 64 == 0 && (uintptr_t)src % 64 == 0)                                                   \
-            NAME##_walk(src, ssa, dst, dsb, na, nb, true, 64 / ((V) * (SIZE)));                          \
-        else                                                                                             \
-            NAME##_walk(src, ssa, dst, dsb, na, nb, true, 1);                                            \
+        NAME##_one_walk(src, ssa, dst, dsb, na, nb, true);                                               \
     }
 
 /* ---- Transposes into planes (_pylayout_tile_split_fn) ----
