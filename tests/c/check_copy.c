@@ -1707,27 +1707,11 @@ static int clamp_child(void)
 
 START_TEST(test_threads_clamped_and_warned_once)
 {
-    int fds[2];
-    ck_assert_int_eq(pipe(fds), 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
     char *argv[] = {"check_copy", "--clamp-child", NULL};
-    pid_t pid = 0;
-    ck_assert_int_eq(posix_spawnp(&pid, self_path, &fa, NULL, argv, environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
     char err[4096];
-    size_t len = 0;
-    ssize_t got;
-    while ((got = read(fds[0], err + len, sizeof err - 1 - len)) > 0)
-        len += (size_t)got;
-    err[len] = '\0';
-    close(fds[0]);
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "clamp child failed (status %d): %s", status, err);
+    const int status = spawn_capture(self_path, argv, environ, STDERR_FILENO, err, sizeof err);
+    ck_assert_msg(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0, "clamp child failed (status %d): %s",
+                  status, err);
     bool openmp = false;
     const char *simd = NULL;
     ck_assert_int_eq(pylayout_build_info(&openmp, &simd), PYLAYOUT_OK);

@@ -62,6 +62,40 @@ static inline bool simd_path_absent(const char *suite)
     return true;
 }
 
+/* Runs the executable `path` (searched in PATH when it has no slash, as
+ * posix_spawnp does) with argv and envp in a fresh process, its file
+ * descriptor `fd` (STDOUT_FILENO or STDERR_FILENO) into a pipe read to the
+ * end into out[size], cut at size - 1 bytes and NUL-terminated, and waits
+ * for it.  Returns its wait status, or -1 when it could not be started.
+ * Not a test of its own: callers assert on what it returns. */
+static inline int spawn_capture(const char *path, char *const argv[], char *const envp[], int fd, char *out,
+                                size_t size)
+{
+    int fds[2];
+    out[0] = '\0';
+    if (pipe(fds) != 0)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], fd);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    pid_t pid = 0;
+    fflush(NULL);
+    const int spawned = posix_spawnp(&pid, path, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t got;
+    while (spawned == 0 && (got = read(fds[0], out + len, size - 1 - len)) > 0)
+        len += (size_t)got;
+    out[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (spawned != 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return status;
+}
+
 /* The path `self` (this test executable, which answers --print-simd by
  * printing the path pylayout_build_info names) runs without PYLAYOUT_SIMD,
  * in a fresh process, into best[size]; false if that fails.  Under valgrind
@@ -73,31 +107,16 @@ static inline bool uncapped_simd_path(const char *self, char *best, size_t size)
     while (environ[n] != NULL)
         n++;
     char **env = calloc(n + 1, sizeof *env);
-    int fds[2];
-    if (env == NULL || pipe(fds) != 0) {
-        free(env);
+    if (env == NULL)
         return false;
-    }
     for (size_t k = 0, m = 0; k < n; k++)
         if (strncmp(environ[k], "PYLAYOUT_SIMD=", 14) != 0)
             env[m++] = environ[k];
-    posix_spawn_file_actions_t fa; /* as check_copy's children: stdout into the pipe */
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
     char *argv[] = {(char *)self, "--print-simd", NULL};
-    pid_t pid = 0;
-    fflush(NULL);
-    int spawned = posix_spawn(&pid, self, &fa, NULL, argv, env);
-    posix_spawn_file_actions_destroy(&fa);
+    const int status = spawn_capture(self, argv, env, STDOUT_FILENO, best, size);
     free(env);
-    close(fds[1]);
-    ssize_t got = spawned == 0 ? read(fds[0], best, size - 1) : -1;
-    close(fds[0]);
-    int status = 0;
-    if (spawned != 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || got <= 0)
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || best[0] == '\0')
         return false;
-    best[got] = '\0';
     best[strcspn(best, "\n")] = '\0';
     return true;
 }
