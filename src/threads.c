@@ -624,16 +624,27 @@ static bool pl_team_judge(int64_t now, int64_t took, int64_t alone, bool idle)
 /* When this thread's last copy that took at least PL_ENGAGE_RUN_NS ended
  * (see PL_ENGAGE_RUN_NS); 0 for none. */
 static _Thread_local int64_t pl_run_copy_end;
-/* The chunks of this thread's last copy if it engaged the team as one of a
- * run and the team did not hurt it, else 0.  The next copy of the run with
- * as many chunks engages the team at once, instead of first running a
- * chunk alone to learn its pace: that chunk is a sixteenth of the copy,
- * during which the worker waits.  Measured on the 2-core dev VM, batches of
- * 40 float32 512 x 512 transposes (1 MiB, on lines) at 2 threads, the two
- * ways alternating batch by batch in one process (a throwaway switch),
- * median of 40 batches, us a call: 17.0 against 22.4-22.8, and 18.2-18.3
- * against 20.2-20.5 in a second process; copies too long to engage by run
- * are unchanged (1024 x 1024 178 against 178, 724 x 724 72 against 72). */
+/* The chunks of this thread's last copy if it came in a run and engaged
+ * the team, and the team did not hurt it, else 0.  The next copy of the
+ * run with as many chunks engages the team at once, instead of first
+ * running a chunk alone to learn its pace: that chunk is an eighth or a
+ * sixteenth of the copy, during which the worker waits.  Measured on the
+ * 2-core dev VM, batches of 40 float32 512 x 512 transposes (1 MiB, on
+ * lines) at 2 threads, the two ways alternating batch by batch in one
+ * process (a throwaway switch), median of 40 batches, us a call: 17.0
+ * against 22.4-22.8, and 18.2-18.3 against 20.2-20.5 in a second process.
+ * Until session 62 only copies short enough to engage by run (under
+ * PL_ENGAGE_NS alone) did this; on a 2-core Zen 3 VM (AVX2, 512 KiB of L2
+ * a core) the same 1 MiB transpose takes 50-55 us alone, so every copy of
+ * such a loop ran its first chunk alone.  There, at 2 threads, torch
+ * tensors, python -m pylayout bench --only "in-cache 2-D transpose 1 MB",
+ * six fresh processes each way alternated (a throwaway switch), median
+ * GB/s: 16.4 -> 23.2 (0.34 -> 0.50 of the 2-thread memcpy), NumPy
+ * operands 19.2 -> 24.5, 16 bytes off a line 17.0 -> 21.3; from C
+ * (pylayout_copy, eight or six alternated processes, median new / old):
+ * float32 512 x 512 1.21, 1024 x 1024 1.12, float64 512 x 512 1.38,
+ * 2048 x 2048 1.03, uint8 1024 x 1024 1.03, contiguous 4 MiB 1.16;
+ * 724 x 724 and 256 x 256 float32 level. */
 static _Thread_local int pl_run_team_chunks;
 
 /* Whether a copy starting at `now` comes in a run: this thread's last copy
@@ -682,9 +693,6 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
         if ((t - t0) * nchunks > engage_ns * c)
             break;
     }
-    /* engaging only as one of a run: a copy the team is to speed up by a
-     * few us at most, which a busy machine turns into a loss */
-    const bool by_run = in_run && (known || (t - t0) * nchunks <= PL_ENGAGE_NS * c);
     pl_run_team_chunks = 0;
     if (entitled > 1)
         pl_run_copy_end = run_length ? -1 : 0; /* -1: set to the end time below */
@@ -749,7 +757,7 @@ static int pl_parallel(int nchunks, int nthreads, _pylayout_chunk_fn fn, pl_span
             }
             const int64_t t2 = pl_now_ns();
             const int64_t alone = (t1 - t0) * nchunks / (mine > 0 ? mine : 1);
-            if (!pl_team_judge(t2, t2 - t0, alone, mine == nchunks && !woke) && by_run)
+            if (!pl_team_judge(t2, t2 - t0, alone, mine == nchunks && !woke) && in_run)
                 pl_run_team_chunks = nchunks;
             atomic_store_explicit(&pl_team.busy, false, memory_order_release);
             if (pl_run_copy_end < 0)

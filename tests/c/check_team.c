@@ -160,6 +160,51 @@ START_TEST(test_shares)
 }
 END_TEST
 
+/* Jobs back to back are a run (threads.c, pl_in_run): once the team has
+ * sped one up, the next of as many chunks engages the team at once,
+ * however long it takes, instead of first running a chunk alone on the
+ * caller to learn its pace (pl_run_team_chunks).  Seen from here: a job
+ * whose first call is the caller's own share, [0, chunks / 2) in one span,
+ * with a worker taking part.  Jobs of JOB_NS each, far past PL_ENGAGE_NS;
+ * until session 62 only runs of copies shorter than that engaged at once. */
+START_TEST(test_run_engages_at_once)
+{
+    enum { CHUNKS = 8 };
+    job_rec *j = calloc(1, sizeof *j);
+    ck_assert_ptr_nonnull(j);
+    j->n = (int64_t)CHUNKS * 8 + 5;
+    j->chunks = CHUNKS;
+    j->caller = pthread_self();
+    j->ns_per_element = JOB_NS / j->n;
+    j->hits = calloc((size_t)j->n, sizeof *j->hits);
+    ck_assert_ptr_nonnull(j->hits);
+    const bool require = !under_valgrind();
+    bool at_once = false;
+    const int64_t deadline = now_ns() + TEAM_DEADLINE_NS;
+    for (int rep = 0; (require && !at_once) || rep < 3; rep++) {
+        ck_assert_msg(now_ns() < deadline, "after %d jobs back to back, none engaged the team at once", rep);
+        atomic_store(&j->ncalls, 0);
+        for (int64_t i = 0; i < j->n; i++)
+            atomic_store(&j->hits[i], 0);
+        ck_assert_int_eq(_pylayout_parallel_ranges(j->n, CHUNKS, 1, 1000, 2, record, j), 2);
+        const int ncalls = atomic_load(&j->ncalls);
+        ck_assert_int_le(ncalls, MAX_CALLS);
+        for (int64_t i = 0; i < j->n; i++)
+            ck_assert_int_eq(atomic_load(&j->hits[i]), 1);
+        const call_rec *first = NULL;
+        bool worker_ran = false;
+        for (int k = 0; k < ncalls; k++) {
+            if (j->calls[k].on_caller && first == NULL)
+                first = &j->calls[k];
+            worker_ran |= !j->calls[k].on_caller;
+        }
+        at_once |= worker_ran && first != NULL && first->lo == 0 && first->hi == chunk_start(j, CHUNKS / 2);
+    }
+    free(j->hits);
+    free(j);
+}
+END_TEST
+
 int main(void)
 {
 #ifndef _OPENMP
@@ -170,7 +215,7 @@ int main(void)
         printf("check_team: SKIP: this process can run 1 thread at a time here, so no worker can take part\n");
         return 77;
     }
-    const tcase_spec cases[] = {TCASE("shares", LOOP(test_shares, 24))};
+    const tcase_spec cases[] = {TCASE("shares", LOOP(test_shares, 24)), TCASE("runs", TEST(test_run_engages_at_once))};
     return run_suite(SUITE_OF("team", cases, 240));
 #endif
 }
