@@ -103,18 +103,50 @@ static int chunks_in(const job_rec *j, int64_t lo, int64_t hi)
     return c1 - c0;
 }
 
-/* Runs jobs of `chunks` chunks with span limit span_max until a worker has
- * taken part (and, where spans are possible, taken one), checking each. */
-static void run_case(int chunks, int span_max)
+/* A job of `chunks` chunks of 8 and 9 elements, JOB_NS of spinning in all,
+ * run from this thread; free it with job_free. */
+static job_rec *job_new(int chunks)
 {
     job_rec *j = calloc(1, sizeof *j);
     ck_assert_ptr_nonnull(j);
-    j->n = (int64_t)chunks * 8 + 5; /* chunks of 8 and 9 elements */
+    j->n = (int64_t)chunks * 8 + 5;
     j->chunks = chunks;
     j->caller = pthread_self();
     j->ns_per_element = JOB_NS / j->n;
     j->hits = calloc((size_t)j->n, sizeof *j->hits);
     ck_assert_ptr_nonnull(j->hits);
+    return j;
+}
+
+static void job_free(job_rec *j)
+{
+    free(j->hits);
+    free(j);
+}
+
+/* Runs job j once on 2 threads with span limit span_max (rep: its number,
+ * for messages), checks that every element ran exactly once, and returns
+ * how many calls it took (recorded in j->calls). */
+static int job_run(job_rec *j, int span_max, int rep)
+{
+    atomic_store(&j->ncalls, 0);
+    for (int64_t i = 0; i < j->n; i++)
+        atomic_store(&j->hits[i], 0);
+    const int entitled = _pylayout_parallel_ranges(j->n, j->chunks, 1, span_max, 2, record, j);
+    ck_assert_int_eq(entitled, 2);
+    const int ncalls = atomic_load(&j->ncalls);
+    ck_assert_int_le(ncalls, MAX_CALLS);
+    for (int64_t i = 0; i < j->n; i++)
+        ck_assert_msg(atomic_load(&j->hits[i]) == 1, "%d chunks, span_max %d, job %d: element %lld ran %d times",
+                      j->chunks, span_max, rep, (long long)i, atomic_load(&j->hits[i]));
+    return ncalls;
+}
+
+/* Runs jobs of `chunks` chunks with span limit span_max until a worker has
+ * taken part (and, where spans are possible, taken one), checking each. */
+static void run_case(int chunks, int span_max)
+{
+    job_rec *j = job_new(chunks);
     /* a worker's own share: chunks / 2 of 2 participants' */
     const bool span_possible = span_max >= 2 && chunks / 2 >= 2;
     const bool require = !under_valgrind();
@@ -124,16 +156,7 @@ static void run_case(int chunks, int span_max)
         ck_assert_msg(now_ns() < deadline,
                       "%d chunks, span_max %d: after %d jobs no worker %s", chunks, span_max, rep,
                       worker_ran ? "took its own chunks as one span" : "took part");
-        atomic_store(&j->ncalls, 0);
-        for (int64_t i = 0; i < j->n; i++)
-            atomic_store(&j->hits[i], 0);
-        const int entitled = _pylayout_parallel_ranges(j->n, chunks, 1, span_max, 2, record, j);
-        ck_assert_int_eq(entitled, 2);
-        const int ncalls = atomic_load(&j->ncalls);
-        ck_assert_int_le(ncalls, MAX_CALLS);
-        for (int64_t i = 0; i < j->n; i++)
-            ck_assert_msg(atomic_load(&j->hits[i]) == 1, "%d chunks, span_max %d, job %d: element %lld ran %d times",
-                          chunks, span_max, rep, (long long)i, atomic_load(&j->hits[i]));
+        const int ncalls = job_run(j, span_max, rep);
         for (int k = 0; k < ncalls; k++) {
             const call_rec *c = &j->calls[k];
             const int covered = chunks_in(j, c->lo, c->hi);
@@ -145,8 +168,7 @@ static void run_case(int chunks, int span_max)
                           span_max, covered);
         }
     }
-    free(j->hits);
-    free(j);
+    job_free(j);
 }
 
 START_TEST(test_shares)
@@ -170,27 +192,13 @@ END_TEST
 START_TEST(test_run_engages_at_once)
 {
     enum { CHUNKS = 8 };
-    job_rec *j = calloc(1, sizeof *j);
-    ck_assert_ptr_nonnull(j);
-    j->n = (int64_t)CHUNKS * 8 + 5;
-    j->chunks = CHUNKS;
-    j->caller = pthread_self();
-    j->ns_per_element = JOB_NS / j->n;
-    j->hits = calloc((size_t)j->n, sizeof *j->hits);
-    ck_assert_ptr_nonnull(j->hits);
+    job_rec *j = job_new(CHUNKS);
     const bool require = !under_valgrind();
     bool at_once = false;
     const int64_t deadline = now_ns() + TEAM_DEADLINE_NS;
     for (int rep = 0; (require && !at_once) || rep < 3; rep++) {
         ck_assert_msg(now_ns() < deadline, "after %d jobs back to back, none engaged the team at once", rep);
-        atomic_store(&j->ncalls, 0);
-        for (int64_t i = 0; i < j->n; i++)
-            atomic_store(&j->hits[i], 0);
-        ck_assert_int_eq(_pylayout_parallel_ranges(j->n, CHUNKS, 1, 1000, 2, record, j), 2);
-        const int ncalls = atomic_load(&j->ncalls);
-        ck_assert_int_le(ncalls, MAX_CALLS);
-        for (int64_t i = 0; i < j->n; i++)
-            ck_assert_int_eq(atomic_load(&j->hits[i]), 1);
+        const int ncalls = job_run(j, 1000, rep);
         const call_rec *first = NULL;
         bool worker_ran = false;
         for (int k = 0; k < ncalls; k++) {
@@ -200,8 +208,7 @@ START_TEST(test_run_engages_at_once)
         }
         at_once |= worker_ran && first != NULL && first->lo == 0 && first->hi == chunk_start(j, CHUNKS / 2);
     }
-    free(j->hits);
-    free(j);
+    job_free(j);
 }
 END_TEST
 
