@@ -1520,7 +1520,7 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
                      : small && (crowded || k->tile_wrap_on_lines[lg]))) {
         /* units of whole rows, at least 4 a thread when the copy may go
          * parallel */
-        const bool one = nt == 1 && k->tile_wrap_one[lg] != NULL; /* copy_x86.c, PL_DEFINE_WRAP_TILE */
+        const bool one = nt == 1 && k->tile_wrap_one[lg] != NULL; /* copy_x86.c, PL_DEFINE_WRAP_TILE_ONE */
         p->tile = one ? k->tile_wrap_one[lg] : k->tile_wrap[lg];
         p->tile_back = one ? k->tile_wrap_one_back[lg] : k->tile_wrap_back[lg];
         p->ta = p->na;
