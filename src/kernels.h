@@ -43,6 +43,16 @@ enum { PL_SIZE1, PL_SIZE2, PL_SIZE4, PL_SIZE8, PL_SIZE16, PL_NSIZES };
 typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
                                   int64_t nb);
 
+/* A tile transpose staged through a buffer the caller lends: as
+ * _pylayout_tile_fn, with buf (any alignment) PL_STAGED_BUFFER_BYTES long,
+ * scratch for this call only.  For 1-byte transposes beyond the caches,
+ * whose blocks of PL_STAGED_SIDE x PL_STAGED_SIDE bytes are too large
+ * for a thread's stack (copy_x86.c, pl_stile1_staged_avx2). */
+typedef void (*_pylayout_tile_staged_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
+                                         int64_t nb, char *buf);
+#define PL_STAGED_SIDE 256
+#define PL_STAGED_BUFFER_BYTES ((int64_t)(PL_STAGED_SIDE + 32) * (PL_STAGED_SIDE + 64) + 64)
+
 /* A tile transpose into planes: for i < na, c < nc,
  *     dst[(c / P) * dsb + (c % P) * dsq + i * itemsize] = src[i * ssa + c * itemsize]
  * (strides in bytes).  Src rows are rows of groups of P elements packed,
@@ -236,6 +246,12 @@ typedef struct _pylayout_kernels {
      * through an L1 buffer.  Same tiles and fallbacks as tile_stream; NULL:
      * tile_stream at every size. */
     _pylayout_tile_fn tile_stream_runs[PL_NSIZES];
+    /* Streaming tiles for copies beyond the caches that stage blocks of
+     * PL_STAGED_SIDE x PL_STAGED_SIDE bytes through a lent buffer (see
+     * _pylayout_tile_staged_fn).  They want tiles of whole blocks along
+     * a, and fall back to tile_stream's for what is left and where dst or
+     * dsb is not 64-byte aligned; NULL: tile_stream. */
+    _pylayout_tile_staged_fn tile_stream_staged[PL_NSIZES];
     /* Tiles 256 bytes wide along i, for copies beyond the caches whose
      * dst rows are not a whole number of lines apart, so that a run
      * starts anywhere in a line: each run built in L1, then its whole

@@ -61,6 +61,19 @@
 #define PL_PLANES_STACK_BYTES 4096
 #define PL_PLANES_HEAP_MIN_BYTES ((int64_t)64 * 1024)
 
+/* Staged tiles (tile_stream_staged) take the same heap buffers, both
+ * halves as one, once per range of units; units of this many blocks at
+ * most (1 MiB of 1-byte elements): the first block of a unit reads its src
+ * without the prefetch during the block before (8192 x 8192 uint8 in a
+ * /tmp driver, 1 thread, units of 1024 / 2048 / 4096 / 8192 rows: 4.5-5.0,
+ * 5.4-5.6, 5.5-5.7, 5.5-5.7 GB/s), and at least 4 units a thread: at 2
+ * threads, uint8 (400, 4096) and (512, 4096) read transposed ran at 5.3
+ * and 6.8 GB/s in units of 16 blocks (one a thread), 9.4 and 12.0 in
+ * units of 2 and 4 (the cached tiles before: 6.3-6.9, 7.4-8.3); level at
+ * 1 thread. */
+#define PL_STAGED_UNIT_BLOCKS 16
+_Static_assert(PL_STAGED_BUFFER_BYTES <= 2 * PL_PLANES_BUFFER_BYTES, "a staged tile's buffer is the planes' two");
+
 /* Regrouped copies (pl_regroup) stage each unit's A x B planes in an L1
  * buffer: of PL_REGROUP_BUFFER_BYTES where the copy stays in cache, of
  * PL_REGROUP_AHEAD_BYTES past pl_stream_min_wide_bytes, where each unit
@@ -279,6 +292,7 @@ typedef struct pl_plan {
     int64_t ssa, ssb, dsa, dsb;           /* byte strides of a and b */
     _pylayout_tile_fn tile;               /* TRANSPOSE with unit strides: SIMD kernel */
     _pylayout_tile_fn tile_back;          /* the same blocks last first (wrapped tiles), or NULL */
+    _pylayout_tile_staged_fn tile_staged; /* TRANSPOSE: tile through the heap buffer, else tile; or NULL */
     bool backward;                        /* units last first, with tile_back: see pl_repeats */
     _pylayout_stream_copy_fn stream_out;  /* TRANSPOSE when each unit's dst is one block; ROWS: pl_rows_stream */
     int64_t pf_dist;                      /* stream_out, ROWS: src bytes ahead to prefetch each row, or 0 */
@@ -846,6 +860,10 @@ static void pl_run_unit(const pl_plan *p, const char *s, char *d, int64_t na, in
             p->stream_out(d, buf, nb * p->dsb);
             return;
         }
+        if (p->tile_staged != NULL && 2 * half >= PL_STAGED_BUFFER_BYTES) { /* else malloc failed: tile */
+            p->tile_staged(s, p->ssa, d, p->dsb, na, nb, buf);
+            return;
+        }
         if (p->tile != NULL) {
             (p->backward ? p->tile_back : p->tile)(s, p->ssa, d, p->dsb, na, nb);
             return;
@@ -958,7 +976,7 @@ static inline void pl_run_at(const pl_plan *p, const int64_t *idx, int64_t soff,
 static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
 {
     _Alignas(PL_LINE_BYTES) char stack_buf[2 * PL_PLANES_STACK_BYTES];
-    char *heap = p->planes_heap ? malloc(2 * PL_PLANES_BUFFER_BYTES) : NULL;
+    char *heap = p->planes_heap || p->tile_staged != NULL ? malloc(2 * PL_PLANES_BUFFER_BYTES) : NULL;
     char *buf = heap != NULL ? heap : stack_buf;
     const int64_t half = heap != NULL ? PL_PLANES_BUFFER_BYTES : PL_PLANES_STACK_BYTES;
     int64_t idx[PYLAYOUT_MAX_NDIM + 2];
@@ -1549,6 +1567,25 @@ static int64_t pl_choose_transpose(pl_plan *p, const _pylayout_kernels *k, int a
                           stream_bytes <= pl_stream_runs_max_bytes();
         p->tile = runs ? k->tile_stream_runs[lg] : k->tile_stream[lg];
         p->fence = k->fence;
+        const int64_t side = PL_STAGED_SIDE / is;
+        if (k->tile_stream_staged[lg] != NULL && p->na >= side && p->nb >= side &&
+            (crowded || stream_bytes >= _pylayout_l3_bytes())) {
+            /* blocks staged through a heap buffer, walked down a, then
+             * across (copy_x86.c, pl_stile1_staged_avx2): units of up to
+             * PL_STAGED_UNIT_BLOCKS whole blocks, at least 4 a thread, as
+             * many along a as there are.  Only where rows are crowded (the
+             * tiles' src lines then share an L1 set) or the copy is past
+             * L3: uint8 read transposed from (320, 20000) and (20032, 320),
+             * 6.4 MB, ran at 8-10 GB/s staged against 11.6-13.6 (1 thread)
+             * and 13.3 against 20 (2 threads); past L3 and crowded ones
+             * 1.3-2.7x faster (docs/benchmarks.md, session 63). */
+            p->tile_staged = k->tile_stream_staged[lg];
+            const int64_t blocks = (p->na / side) * (p->nb / side);
+            const int64_t per = pl_max(1, pl_min(PL_STAGED_UNIT_BLOCKS, blocks / (4 * nt)));
+            p->ta = pl_min(p->na, per * side);
+            p->tb = pl_min(p->nb, pl_max(1, per / (p->ta / side)) * side);
+            return 0;
+        }
         /* runs only where dst rows lie apart: rows that are one run long
          * and adjacent (channels_last_3d with C = 64 floats) are already
          * written sequentially line by line, and measured slower as runs

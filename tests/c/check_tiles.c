@@ -220,6 +220,29 @@ START_TEST(test_u8_streaming)
 }
 END_TEST
 
+/* Above the streaming threshold with rows a multiple of 2 KiB apart and
+ * dst rows whole lines: on AVX2, blocks of 256 x 256 bytes staged through
+ * a heap buffer (copy_x86.c, pl_stile1_staged_avx2), in units of up to 16
+ * blocks down a and more across where a has fewer.  Blocks down and
+ * across (the next block's prefetch going down, then across), 64 rows
+ * past the last block, 63 columns past it, a unit of 64 rows with no
+ * whole block, a single block down; src off its lines, dst off by bytes
+ * (the split that streams the rest). */
+START_TEST(test_u8_staged)
+{
+    static const size_t offs[] = {0, 0, 1, 0, 16, 0, 37, 3, 0, 16};
+    const copy_case cases[] = {
+        transpose_case(2048, 2048, 1),  /* 8 x 8 blocks: units 8 down, 2 across */
+        transpose_case(1088, 4096, 1),  /* src rows a page apart; 64 rows past 4 blocks */
+        transpose_case(2048, 2111, 1),  /* dst rows 2 KiB apart; 63 columns past 8 blocks */
+        transpose_case(4160, 2048, 1),  /* units of 16 blocks down, then one of 64 rows */
+        transpose_case(320, 20480, 1),  /* one block down and 64 rows, 16 across a unit */
+    };
+    case_set set = {cases, (int)(sizeof cases / sizeof cases[0]), offs, 5};
+    at_1_and_2_threads(run_set, &set);
+}
+END_TEST
+
 /* 1- and 2-byte transposes under PL_STREAM_MIN_BYTES whose rows are a
  * multiple of 2 KiB apart (plan.c, PL_STREAM_MIN_CROWDED_NARROW_BYTES):
  * dst rows a page apart stream from 1.5 MiB at either thread count, other
@@ -912,7 +935,7 @@ static Suite *tiles_suite(void)
 {
     const tcase_spec cases[] = {
         TCASE("u8", TEST(test_u8_ragged), TEST(test_u8_thin_sides), TEST(test_u8_medium), TEST(test_u8_streaming),
-              TEST(test_u8_streaming_bands), TEST(test_narrow_crowded_streaming)),
+              TEST(test_u8_streaming_bands), TEST(test_u8_staged), TEST(test_narrow_crowded_streaming)),
 #if defined(PYLAYOUT_HAVE_X86_KERNELS)
         TCASE("u8-direct", TEST(test_u8_bands_direct)),
 #endif

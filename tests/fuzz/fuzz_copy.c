@@ -1215,13 +1215,18 @@ static void op_big_permute(reader *r)
         shape[big] = (shape[big] + 1) / 2;
         numel *= shape[big];
     }
-    while (numel < lo_bytes / (int64_t)is) { /* grow the largest dim past the thresholds */
-        int big = 0;
+    /* bit 4: grow the smallest dim past the thresholds, else the largest:
+     * (64, 64) becomes (2048, 2048) instead of (65536, 64), so that both
+     * sides of a transpose are long (the staged 256 x 256 blocks of
+     * copy_x86.c's pl_stile1_staged_avx2) */
+    const bool grow_small = first & 0x10;
+    while (numel < lo_bytes / (int64_t)is) {
+        int pick = 0;
         for (int d = 1; d < ndim; d++)
-            big = shape[d] > shape[big] ? d : big;
-        numel /= shape[big];
-        shape[big] *= 2;
-        numel *= shape[big];
+            pick = (grow_small ? shape[d] < shape[pick] : shape[d] > shape[pick]) ? d : pick;
+        numel /= shape[pick];
+        shape[pick] *= 2;
+        numel *= shape[pick];
     }
     int64_t acc = 1;
     for (int p = ndim - 1; p >= 0; p--) {

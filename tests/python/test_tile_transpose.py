@@ -101,6 +101,12 @@ def run():
               # uint8 with dst rows off their lines: the same bands with cached
               # stores (tile_runs), several 1024-row tiles, rows past the last band
               ((1500, 3001), np.uint8, None), ((5, 700, 1300), np.uint8, (0, 2, 1)),
+              # uint8 with dst rows whole lines and rows a multiple of 2 KiB
+              # apart: on AVX2, 256 x 256 blocks staged through a heap buffer
+              # (pl_stile1_staged_avx2), with 64 rows past the last block, 63
+              # columns past it, a unit of 64 rows, one block down
+              ((1088, 4096), np.uint8, None), ((2048, 2111), np.uint8, None),
+              ((4160, 2048), np.uint8, None), ((320, 20480), np.uint8, None),
               ((1300, 1040), np.float32, None),
               # float32 / float64 with dst rows off their lines: on AVX-512 the
               # 256-byte runs through L1, their whole lines streamed (tile_runs)
