@@ -930,35 +930,51 @@ PL_AVX2 static void pl_stile1_avx2(const char *src, int64_t ssa, char *dst, int6
 }
 /* The 1-byte streaming transpose in staged blocks of 256 x 256 bytes
  * (PL_STAGED_SIDE), for copies beyond the caches: each block's 256 src
- * rows are copied into the lent buffer (256-byte runs read once each),
- * transposed from there 32 dst rows at a time into a band of the buffer,
- * and each band's dst rows streamed out 256 bytes at a time; while a block
- * streams out, the next block's src rows are prefetched, one per dst row
- * written, so that memory reads and writes overlap.  Blocks go down a
- * (the next one is the 256 src rows below), then across.
+ * rows sit in one half of the lent buffer (256-byte runs read once each);
+ * it is transposed from there 32 dst rows at a time into a band of the
+ * buffer, and each band's dst rows streamed out 256 bytes at a time, while
+ * the next block's src rows are copied into the other half, one per dst
+ * row streamed, each prefetched 8 rows before: memory reads and writes
+ * overlap.  Blocks go down a (the next one is the 256 src rows below),
+ * then across.
  *
  * pl_stile1_avx2 reads each src line in four visits, a quarter at a time
  * from 64 rows; with rows a multiple of 4 KiB apart those lines share one
  * L1 set and come back from L2 or beyond each time.  Measured on the
- * 2-core Zen 3 (AVX2 only), uint8 8192 x 8192, 1 thread, /tmp C driver
- * against glibc's memcpy (7-9 GB/s) in the same process: pl_stile1_avx2
- * 3.3 GB/s; blocks staged and streamed without the overlap 4.5 (no
- * prefetch 3.1); with the next block prefetched during the stores 5.0-5.4,
- * and with AVX2 (not SSE2) transposes 5.5-5.7, 0.67-0.77 of memcpy.
- * Transposing straight from the src lines instead of a staged copy 3.9;
- * streaming each 64-row block's dst lines straight from registers instead
- * of a band 3.0; blocks 256 x 128 or 128 x 256 4.4 and 3.8; prefetching
- * into L2 (T1) instead of L1 4.1-4.8; bands of 16, 32, 64 or 256 dst rows
- * alike. */
-enum { PL_ST1 = PL_STAGED_SIDE, PL_ST1_ROW = PL_STAGED_SIDE + 64, PL_ST1_BAND = 32 };
+ * 2-core Zen 3 (AVX2 only), uint8 8192 x 8192, 1 thread, GB/s, a /tmp C
+ * driver against glibc's memcpy (7-9) in the same process:
+ * pl_stile1_avx2 3.3; blocks staged and streamed without the overlap 4.5
+ * (no prefetch 3.1); with the next block prefetched during the stores
+ * 5.0-5.4, and with these AVX2 transposes (not SSE2) 5.5-5.7; with the
+ * next block copied into a second buffer during the stores 5.5-6.5.  In
+ * the library, that copy prefetching 8 rows ahead against 16 and 32:
+ * 7.0 / 6.6 / 6.4 (past L3 alike; 2 KiB-apart rows in L3 at 2 threads
+ * 0.9 / 1.0 / 1.0 of that).  Transposing straight from the src lines
+ * instead of a staged copy 3.9; streaming each 64-row block's dst lines
+ * straight from registers instead of a band 3.0; blocks 256 x 128 or 128 x
+ * 256 4.4 and 3.8; prefetching into L2 (T1) instead of L1 4.1-4.8; bands
+ * of 16, 32, 64 or 256 dst rows alike. */
+enum { PL_ST1 = PL_STAGED_SIDE, PL_ST1_ROW = PL_STAGED_SIDE + 64, PL_ST1_BAND = 32, PL_ST1_AHEAD = 8 };
 
-PL_AVX2 static void pl_stage1_block_avx2(const char *s, int64_t ssa, char *d, int64_t dsb, const char *next, char *b,
-                                         char *x)
+/* Src rows [r0, r1) of a block into the buffer b. */
+PL_AVX2 static inline void pl_stage1_rows_avx2(const char *s, int64_t ssa, char *b, int r0, int r1)
 {
-    for (int r = 0; r < PL_ST1; r++)
+    for (int r = r0; r < r1; r++)
         for (int k = 0; k < PL_ST1; k += 32)
             _mm256_store_si256((__m256i *)(void *)(b + r * PL_ST1_ROW + k),
                                _mm256_loadu_si256((const __m256i *)(const void *)(s + r * ssa + k)));
+}
+
+/* One block, staged in b, into d; the next block's src rows (next, or
+ * none) staged into nb meanwhile, one per dst row streamed out, each
+ * prefetched PL_ST1_AHEAD rows before. */
+PL_AVX2 static void pl_stage1_block_avx2(const char *b, char *d, int64_t dsb, const char *next, int64_t ssa, char *nb,
+                                         char *x)
+{
+    if (next != NULL) /* a prefetch never faults */
+        for (int r = 0; r < PL_ST1_AHEAD; r++)
+            for (int k = 0; k < PL_ST1; k += 64)
+                _mm_prefetch(next + r * ssa + k, _MM_HINT_T0);
     for (int jb = 0; jb < PL_ST1; jb += PL_ST1_BAND) {
         for (int i = 0; i < PL_ST1; i += 32)
             for (int j = 0; j < PL_ST1_BAND; j += 16) {
@@ -968,11 +984,15 @@ PL_AVX2 static void pl_stage1_block_avx2(const char *s, int64_t ssa, char *d, in
                     _mm256_store_si256((__m256i *)(void *)(x + (j + k) * PL_ST1_ROW + i), o[k]);
             }
         for (int j = 0; j < PL_ST1_BAND; j++) {
-            if (next != NULL) /* src row jb + j of the next block: a prefetch never faults */
-                for (int k = 0; k < PL_ST1; k += 64)
-                    _mm_prefetch(next + (jb + j) * ssa + k, _MM_HINT_T0);
+            const int r = jb + j;
+            if (next != NULL) {
+                if (r + PL_ST1_AHEAD < PL_ST1)
+                    for (int k = 0; k < PL_ST1; k += 64)
+                        _mm_prefetch(next + (r + PL_ST1_AHEAD) * ssa + k, _MM_HINT_T0);
+                pl_stage1_rows_avx2(next, ssa, nb, r, r + 1);
+            }
             for (int k = 0; k < PL_ST1; k += 32)
-                _mm256_stream_si256((__m256i *)(void *)(d + (jb + j) * dsb + k),
+                _mm256_stream_si256((__m256i *)(void *)(d + r * dsb + k),
                                     _mm256_load_si256((const __m256i *)(const void *)(x + j * PL_ST1_ROW + k)));
         }
     }
@@ -986,20 +1006,28 @@ PL_AVX2 static void pl_stile1_staged_avx2(const char *src, int64_t ssa, char *ds
         pl_stile1_avx2(src, ssa, dst, dsb, na, nb);
         return;
     }
-    char *b = (char *)(((uintptr_t)buf + 63) & ~(uintptr_t)63), *x = b + PL_ST1 * PL_ST1_ROW;
+    char *b = (char *)(((uintptr_t)buf + 63) & ~(uintptr_t)63), *nbuf = b + PL_ST1 * PL_ST1_ROW;
+    char *x = nbuf + PL_ST1 * PL_ST1_ROW;
+    bool staged = false; /* the block at (i, j) is in b: the one before staged it */
     for (int64_t j = 0; j < nbl; j += PL_ST1)
         for (int64_t i = 0; i < nal; i += PL_ST1) {
             const char *next = i + PL_ST1 < nal   ? src + (i + PL_ST1) * ssa + j
                                : j + PL_ST1 < nbl ? src + j + PL_ST1
                                                   : NULL;
-            pl_stage1_block_avx2(src + i * ssa + j, ssa, dst + j * dsb + i, dsb, next, b, x);
+            if (!staged)
+                pl_stage1_rows_avx2(src + i * ssa + j, ssa, b, 0, PL_ST1);
+            pl_stage1_block_avx2(b, dst + j * dsb + i, dsb, next, ssa, nbuf, x);
+            char *t = b;
+            b = nbuf;
+            nbuf = t;
+            staged = next != NULL;
         }
     if (nbl < nb)
         pl_stile1_avx2(src + nbl, ssa, dst + nbl * dsb, dsb, nal, nb - nbl);
     if (nal < na)
         pl_stile1_avx2(src + nal * ssa, ssa, dst + nal, dsb, na - nal, nb);
 }
-_Static_assert((PL_ST1 + PL_ST1_BAND) * PL_ST1_ROW + 64 <= PL_STAGED_BUFFER_BYTES, "the staged blocks' buffer");
+_Static_assert((2 * PL_ST1 + PL_ST1_BAND) * PL_ST1_ROW + 64 <= PL_STAGED_BUFFER_BYTES, "the staged blocks' buffers");
 
 /* The AVX2 streaming tiles write each dst row a line per visit.  The
  * AVX-512 kernels' 256-byte runs from src staged in L1

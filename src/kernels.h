@@ -46,12 +46,14 @@ typedef void (*_pylayout_tile_fn)(const char *src, int64_t ssa, char *dst, int64
 /* A tile transpose staged through a buffer the caller lends: as
  * _pylayout_tile_fn, with buf (any alignment) PL_STAGED_BUFFER_BYTES long,
  * scratch for this call only.  For 1-byte transposes beyond the caches,
- * whose blocks of PL_STAGED_SIDE x PL_STAGED_SIDE bytes are too large
- * for a thread's stack (copy_x86.c, pl_stile1_staged_avx2). */
+ * whose two blocks of PL_STAGED_SIDE x PL_STAGED_SIDE bytes (one
+ * transposed, the next read meanwhile) and a band of 32 dst rows, 170
+ * KiB, are too large for a thread's stack (copy_x86.c,
+ * pl_stile1_staged_avx2). */
 typedef void (*_pylayout_tile_staged_fn)(const char *src, int64_t ssa, char *dst, int64_t dsb, int64_t na,
                                          int64_t nb, char *buf);
 #define PL_STAGED_SIDE 256
-#define PL_STAGED_BUFFER_BYTES ((int64_t)(PL_STAGED_SIDE + 32) * (PL_STAGED_SIDE + 64) + 64)
+#define PL_STAGED_BUFFER_BYTES ((int64_t)(2 * PL_STAGED_SIDE + 32) * (PL_STAGED_SIDE + 64) + 64)
 
 /* A tile transpose into planes: for i < na, c < nc,
  *     dst[(c / P) * dsb + (c % P) * dsq + i * itemsize] = src[i * ssa + c * itemsize]

@@ -61,18 +61,19 @@
 #define PL_PLANES_STACK_BYTES 4096
 #define PL_PLANES_HEAP_MIN_BYTES ((int64_t)64 * 1024)
 
-/* Staged tiles (tile_stream_staged) take the same heap buffers, both
- * halves as one, once per range of units; units of this many blocks at
- * most (1 MiB of 1-byte elements): the first block of a unit reads its src
- * without the prefetch during the block before (8192 x 8192 uint8 in a
- * /tmp driver, 1 thread, units of 1024 / 2048 / 4096 / 8192 rows: 4.5-5.0,
- * 5.4-5.6, 5.5-5.7, 5.5-5.7 GB/s), and at least 4 units a thread: at 2
- * threads, uint8 (400, 4096) and (512, 4096) read transposed ran at 5.3
- * and 6.8 GB/s in units of 16 blocks (one a thread), 9.4 and 12.0 in
- * units of 2 and 4 (the cached tiles before: 6.3-6.9, 7.4-8.3); level at
- * 1 thread. */
+/* Staged tiles (tile_stream_staged) take a heap buffer of their own size
+ * (PL_STAGED_BUFFER_BYTES) the same way, once per range of units, and
+ * fall back to the tile_stream kernel where malloc fails.  Units of this
+ * many blocks at most (1 MiB of 1-byte elements): the first block of a
+ * unit reads its src without the overlap with the block before (8192 x
+ * 8192 uint8 in a /tmp driver, 1 thread, units of 1024 / 2048 / 4096 /
+ * 8192 rows: 4.5-5.0, 5.4-5.6, 5.5-5.7, 5.5-5.7 GB/s), and at least 4
+ * units a thread: at 2 threads, uint8 (4096, 400) and (4096, 512) read
+ * transposed ran at 5.3 and 6.8 GB/s in units of 16 blocks (one a
+ * thread), 9.4 and 12.0 in units of 2 and 4 (the tile before: 6.3-6.9,
+ * 7.4-8.3); level at 1 thread. */
 #define PL_STAGED_UNIT_BLOCKS 16
-_Static_assert(PL_STAGED_BUFFER_BYTES <= 2 * PL_PLANES_BUFFER_BYTES, "a staged tile's buffer is the planes' two");
+_Static_assert(PL_STAGED_BUFFER_BYTES % 2 == 0, "a staged tile's buffer, as two halves");
 
 /* Regrouped copies (pl_regroup) stage each unit's A x B planes in an L1
  * buffer: of PL_REGROUP_BUFFER_BYTES where the copy stays in cache, of
@@ -976,9 +977,12 @@ static inline void pl_run_at(const pl_plan *p, const int64_t *idx, int64_t soff,
 static void pl_run_range(const pl_plan *p, int64_t u0, int64_t u1)
 {
     _Alignas(PL_LINE_BYTES) char stack_buf[2 * PL_PLANES_STACK_BYTES];
-    char *heap = p->planes_heap || p->tile_staged != NULL ? malloc(2 * PL_PLANES_BUFFER_BYTES) : NULL;
+    const int64_t heap_bytes = p->tile_staged != NULL ? PL_STAGED_BUFFER_BYTES
+                               : p->planes_heap       ? 2 * PL_PLANES_BUFFER_BYTES
+                                                      : 0;
+    char *heap = heap_bytes != 0 ? malloc((size_t)heap_bytes) : NULL;
     char *buf = heap != NULL ? heap : stack_buf;
-    const int64_t half = heap != NULL ? PL_PLANES_BUFFER_BYTES : PL_PLANES_STACK_BYTES;
+    const int64_t half = heap != NULL ? heap_bytes / 2 : PL_PLANES_STACK_BYTES;
     int64_t idx[PYLAYOUT_MAX_NDIM + 2];
     int64_t soff, doff;
     if (p->backward) {
