@@ -129,6 +129,10 @@ int _pylayout_copy_threads(void);
 int _pylayout_threads_creatable(int want);
 
 
+/* The planes route's two scratch buffers, each this long, from the heap
+ * once per range of units (plan.c, where their size is measured). */
+#define PL_PLANES_BUFFER_BYTES 49152
+
 /* Chunks of one _pylayout_parallel_for at most. */
 #define PL_MAX_CHUNKS 4096
 

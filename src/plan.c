@@ -50,14 +50,14 @@
 #define PL_STREAM_BUFFER_BYTES 16384
 
 /* Transposes of groups of 3 to 8 elements (pl_plane_dims) stage each
- * unit's planes in two buffers of this size, taken from the heap once per
+ * unit's planes in two buffers of PL_PLANES_BUFFER_BYTES (internal.h, so
+ * that tests/c/check_nomem.c can refuse them), taken from the heap once per
  * range of units in copies of PL_PLANES_HEAP_MIN_BYTES or more; smaller
  * copies, and any where malloc fails, use two of PL_PLANES_STACK_BYTES on
  * the stack and cut the units into sub-blocks that fit them.
  * uint8 RGB, 1 thread, GB/s, buffers of 8 / 16 / 48 KiB: 2048 x 2048
  * 3.0 / 5.9 / 6.8, 1080 x 1920 3.2 / 5.6 / 11.4; float32 1024 x 1024
  * 8.2 / 6.6 / 7.8. */
-#define PL_PLANES_BUFFER_BYTES 49152
 #define PL_PLANES_STACK_BYTES 4096
 #define PL_PLANES_HEAP_MIN_BYTES ((int64_t)64 * 1024)
 
